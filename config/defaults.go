@@ -1,0 +1,78 @@
+package config
+
+import "time"
+
+// The defaults of SPEC §2, in one place. A key left out of the file takes
+// the value here; a key present with an explicit zero is an error unless the
+// key gives 0 a meaning.
+const (
+	DefaultNodeName         = "gw"
+	DefaultTransport        = "tcp"
+	DefaultWSPath           = "/ws"
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultEnvelope         = "idlen"
+	DefaultBody             = "json"
+	DefaultMaxFrameBytes    = 65536
+
+	DefaultLogFormat = "json"
+	DefaultLogLevel  = "info"
+
+	DefaultMaxStringBytes = 16 << 20
+	DefaultHeapLimitBytes = 2 << 30
+
+	DefaultIdleTimeout    = 60 * time.Second
+	DefaultWriteTimeout   = 5 * time.Second
+	DefaultMaxInflight    = 32
+	DefaultOutboundQueue  = 256
+	DefaultDuplicateLogin = "kick_old"
+	DefaultMaxSessions    = 100000
+	DefaultRatePerSecond  = 200
+	DefaultRateBurst      = 400
+	DefaultShutdownGrace  = 10 * time.Second
+
+	DefaultInstances      = 1
+	DefaultMailbox        = 1024
+	DefaultHandlerTimeout = 15 * time.Second
+	DefaultMaxPending     = 10000
+)
+
+// Default returns a configuration holding every default and no listener or
+// actor. Decoding starts from it, so a key the file leaves out keeps its value.
+func Default() Config {
+	return Config{
+		Node: Node{Name: DefaultNodeName},
+		Log:  Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+		Lua:  Lua{MaxStringBytes: DefaultMaxStringBytes, HeapLimitBytes: DefaultHeapLimitBytes},
+		Session: Session{
+			IdleTimeout:    DefaultIdleTimeout,
+			WriteTimeout:   DefaultWriteTimeout,
+			MaxInflight:    DefaultMaxInflight,
+			OutboundQueue:  DefaultOutboundQueue,
+			DuplicateLogin: DefaultDuplicateLogin,
+			MaxSessions:    DefaultMaxSessions,
+			RateLimit:      RateLimit{PerSecond: DefaultRatePerSecond, Burst: DefaultRateBurst},
+			ShutdownGrace:  DefaultShutdownGrace,
+		},
+	}
+}
+
+func defaultListener() Listener {
+	return Listener{
+		Transport:        DefaultTransport,
+		HandshakeTimeout: DefaultHandshakeTimeout,
+		Protocol:         Protocol{Envelope: DefaultEnvelope, Body: DefaultBody, MaxFrameBytes: DefaultMaxFrameBytes},
+	}
+}
+
+func defaultActor() Actor {
+	return Actor{
+		Instances:      DefaultInstances,
+		Mailbox:        DefaultMailbox,
+		HandlerTimeout: DefaultHandlerTimeout,
+		MaxPending:     DefaultMaxPending,
+	}
+}
+
+func defaultRoute() Route {
+	return Route{Direction: C2S, RequiresAuth: true, Action: DecodeLocal, LazyDecode: true}
+}

@@ -1,0 +1,167 @@
+package config
+
+import (
+	"path/filepath"
+	"regexp"
+)
+
+// actorName is the shape of an actor name: it is written in Lua addresses
+// (shield.call("room", ...)) and in metric labels, so it stays plain.
+var actorName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
+// validate runs the layer-1 checks that relate keys to each other, after
+// decoding has checked each key alone, and resolves relative paths.
+func validate(d *decoder, cfg *Config) {
+	actors := make(map[string]int, len(cfg.Actors))
+	for i := range cfg.Actors {
+		a := &cfg.Actors[i]
+		validateActor(d, a)
+		if a.Name == "" {
+			continue
+		}
+		if first, dup := actors[a.Name]; dup {
+			d.errorf(a.Line, where{actor: a.Name}, "actor name used twice (first at line %d)", first)
+			continue
+		}
+		actors[a.Name] = a.Line
+	}
+	if len(cfg.Actors) == 0 {
+		d.errorf(0, where{}, "actors: at least one actor is required")
+	}
+
+	names := map[string]int{}
+	addrs := map[string]int{}
+	for i := range cfg.Network.Listeners {
+		l := &cfg.Network.Listeners[i]
+		validateListener(d, cfg, l, actors)
+		if first, dup := names[l.Name]; dup && l.Name != "" {
+			d.errorf(l.Line, where{}, "listener %q: name used twice (first at line %d)", l.Name, first)
+		}
+		names[l.Name] = l.Line
+		if first, dup := addrs[l.Address]; dup && l.Address != "" {
+			d.errorf(l.Line, where{}, "listener %q: address %s used twice (first at line %d)", l.Name, l.Address, first)
+		}
+		addrs[l.Address] = l.Line
+	}
+	if len(cfg.Network.Listeners) == 0 {
+		d.errorf(0, where{}, "network.listeners: at least one listener is required")
+	}
+	if cfg.Network.SchemasDir != "" {
+		cfg.Network.SchemasDir = cfg.Path(cfg.Network.SchemasDir)
+	}
+}
+
+func validateActor(d *decoder, a *Actor) {
+	w := where{actor: a.Name}
+	switch {
+	case a.Name == "":
+		d.errorf(a.Line, w, "actor: name is required")
+	case !actorName.MatchString(a.Name):
+		d.errorf(a.Line, w, "actor name %q: use letters, digits, '_', '.' and '-', starting with a letter or '_'", a.Name)
+	}
+	if a.Script == "" {
+		d.errorf(a.Line, w, "script is required")
+	}
+	ids := map[int64]int{}
+	names := map[string]int{}
+	for i := range a.Routes {
+		r := &a.Routes[i]
+		w := where{actor: a.Name, route: r.Label()}
+		if r.ID == 0 {
+			d.errorf(r.Line, w, "id is required")
+		} else if first, dup := ids[r.ID]; dup {
+			d.errorf(r.Line, w, "id %d used twice in this actor (first at line %d)", r.ID, first)
+		} else {
+			ids[r.ID] = r.Line
+		}
+		if r.Name != "" {
+			if first, dup := names[r.Name]; dup {
+				d.errorf(r.Line, w, "name %q used twice in this actor (first at line %d)", r.Name, first)
+			} else {
+				names[r.Name] = r.Line
+			}
+		}
+		if r.Binding == "" {
+			d.errorf(r.Line, w, "binding is required")
+		}
+	}
+}
+
+func validateListener(d *decoder, cfg *Config, l *Listener, actors map[string]int) {
+	w := where{}
+	label := "listener"
+	if l.Name != "" {
+		label = "listener " + quote(l.Name)
+	}
+	if l.Name == "" {
+		d.errorf(l.Line, w, "%s: name is required", label)
+	}
+	if l.Address == "" {
+		d.errorf(l.Line, w, "%s: address is required", label)
+	}
+	switch {
+	case l.EntryService == "":
+		d.errorf(l.Line, w, "%s: entry_service is required", label)
+	default:
+		if _, ok := actors[l.EntryService]; !ok {
+			d.errorf(l.Line, w, "%s: entry_service %q is not an actor", label, l.EntryService)
+		}
+	}
+	if l.Transport == "ws" {
+		if l.Path == "" {
+			l.Path = DefaultWSPath
+		}
+	} else {
+		if l.Path != "" {
+			d.errorf(l.Line, w, "%s: path applies to transport ws only", label)
+		}
+		if len(l.AllowedOrigins) > 0 {
+			d.errorf(l.Line, w, "%s: allowed_origins applies to transport ws only", label)
+		}
+	}
+	if t := l.TLS; t != nil {
+		if t.CertFile == "" || t.KeyFile == "" {
+			d.errorf(l.Line, w, "%s: tls needs cert_file and key_file", label)
+		}
+		t.CertFile, t.KeyFile = cfg.Path(t.CertFile), cfg.Path(t.KeyFile)
+		if t.ClientCAFile != "" {
+			t.ClientCAFile = cfg.Path(t.ClientCAFile)
+		}
+	}
+	p := &l.Protocol
+	switch {
+	case p.Body == "protobuf" && p.DescriptorSet == "":
+		d.errorf(l.Line, w, "%s: body protobuf needs protocol.descriptor_set", label)
+	case p.Body != "protobuf" && p.DescriptorSet != "":
+		d.errorf(l.Line, w, "%s: descriptor_set applies to body protobuf only", label)
+	}
+	if p.DescriptorSet != "" {
+		p.DescriptorSet = cfg.Path(p.DescriptorSet)
+	}
+	if (p.Envelope == "lenprefix" || p.Envelope == "delimiter") && p.Body != "json" {
+		d.errorf(l.Line, w, "%s: envelope %s carries JSON wrappers and needs body json, not %s", label, p.Envelope, p.Body)
+	}
+}
+
+// Path resolves a path written in the config file against the file's folder.
+func (c *Config) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.Dir, p)
+}
+
+// ScriptPath is the actor's script resolved against the config's folder.
+func (c *Config) ScriptPath(a *Actor) string { return c.Path(a.Script) }
+
+// Listener returns the listener with the given name, or nil.
+func (c *Config) Listener(name string) *Listener {
+	for i := range c.Network.Listeners {
+		if c.Network.Listeners[i].Name == name {
+			return &c.Network.Listeners[i]
+		}
+	}
+	return nil
+}
+
+func quote(s string) string { return `"` + s + `"` }

@@ -1,0 +1,161 @@
+// Package luavm embeds gopher-lua for Shield's game services: a sandboxed
+// Lua state per VM, the service script loaded as a module table, and the
+// compile of the routes the service owns into Lua functions (validation
+// layer 3 of SPEC §2).
+//
+// A VM is not safe for concurrent use: exactly one goroutine, its actor's,
+// touches it.
+package luavm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/descriptor"
+)
+
+// DefaultLoadTimeout bounds a script's top-level code: a script that loops
+// forever at load fails the start instead of hanging it.
+const DefaultLoadTimeout = 5 * time.Second
+
+// Spec is everything needed to spawn one VM of a service.
+type Spec struct {
+	Service        string
+	Instance       int // 0-based
+	Script         string
+	ConfigFile     string             // for messages about routes
+	ScriptLine     int                // the line of the actor's script key
+	Routes         []descriptor.Route // the routes whose owner is Service
+	MaxStringBytes int64
+	LoadTimeout    time.Duration // 0: DefaultLoadTimeout
+	Logger         *slog.Logger  // nil: slog.Default()
+}
+
+// VM is one sandboxed Lua state running a service script.
+type VM struct {
+	L        *lua.LState
+	Service  string
+	Instance int
+	Module   *lua.LTable
+	Log      *slog.Logger
+
+	handlers map[uint32]*lua.LFunction    // c2s and bidi routes: route_id -> binding
+	helpers  map[string]*descriptor.Route // s2c and bidi routes: binding -> route
+
+	// The module's optional hooks; nil when the module does not define them.
+	Init, Stop, ClientDisconnected *lua.LFunction
+}
+
+// New spawns a VM: it builds the sandbox, runs the script under the load
+// budget, checks that it returned a module table, and compiles spec.Routes.
+// Every binding problem is reported, not only the first; the error is then a
+// config.Errors. New never leaves a goroutine behind.
+func New(spec Spec) (*VM, error) {
+	log := spec.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("service", spec.Service, "instance", spec.Instance)
+	L := newSandbox(filepath.Dir(spec.Script), log)
+	vm := &VM{L: L, Service: spec.Service, Instance: spec.Instance, Log: log}
+	if err := vm.load(spec); err != nil {
+		L.Close()
+		return nil, err
+	}
+	if err := vm.compile(spec); err != nil {
+		L.Close()
+		return nil, err
+	}
+	return vm, nil
+}
+
+// Close releases the Lua state.
+func (vm *VM) Close() { vm.L.Close() }
+
+// Handler returns the compiled function of a c2s or bidi route, or nil.
+func (vm *VM) Handler(routeID uint32) *lua.LFunction { return vm.handlers[routeID] }
+
+// Helper returns the s2c or bidi route behind shield.client_rpc.<name>, or nil.
+func (vm *VM) Helper(name string) *descriptor.Route { return vm.helpers[name] }
+
+// Helpers returns the helper names with their routes.
+func (vm *VM) Helpers() map[string]*descriptor.Route { return vm.helpers }
+
+func (vm *VM) load(spec Spec) error {
+	fail := func(line int, format string, args ...any) error {
+		return config.Errors{{File: spec.Script, Line: line, Actor: spec.Service, Msg: fmt.Sprintf(format, args...)}}
+	}
+	fn, err := vm.L.LoadFile(spec.Script)
+	if err != nil {
+		return config.Errors{{File: spec.ConfigFile, Line: spec.ScriptLine, Actor: spec.Service, Msg: "script: " + loadMessage(err, spec.Script)}}
+	}
+	budget := spec.LoadTimeout
+	if budget <= 0 {
+		budget = DefaultLoadTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	vm.L.SetContext(ctx)
+	defer vm.L.RemoveContext()
+
+	vm.L.Push(fn)
+	err = vm.L.PCall(0, 1, nil)
+	if ctx.Err() != nil {
+		return fail(0, "script did not finish loading within %v (an endless loop at the top level?)", budget)
+	}
+	if err != nil {
+		return fail(0, "script raised while loading: %s", loadMessage(err, spec.Script))
+	}
+	ret := vm.L.Get(-1)
+	vm.L.Pop(1)
+	mod, ok := ret.(*lua.LTable)
+	if !ok {
+		return fail(0, "script must return its module table, got %s", ret.Type())
+	}
+	vm.Module = mod
+	vm.Init = hook(mod, "init")
+	vm.Stop = hook(mod, "stop")
+	vm.ClientDisconnected = hook(mod, "client_disconnected")
+	return nil
+}
+
+func hook(mod *lua.LTable, name string) *lua.LFunction {
+	fn, _ := mod.RawGetString(name).(*lua.LFunction)
+	return fn
+}
+
+// compile binds every route the service owns (layer 3): a c2s or bidi
+// route's binding must be a function of the module, and an s2c or bidi
+// route's binding becomes a push helper name.
+func (vm *VM) compile(spec Spec) error {
+	vm.handlers = make(map[uint32]*lua.LFunction)
+	vm.helpers = make(map[string]*descriptor.Route)
+	var errs config.Errors
+	for i := range spec.Routes {
+		r := &spec.Routes[i]
+		if r.Owner != spec.Service {
+			continue // another service's route: this VM never compiles it
+		}
+		if r.Direction.FromClient() {
+			v := vm.Module.RawGetString(r.Binding)
+			fn, ok := v.(*lua.LFunction)
+			if !ok {
+				errs = append(errs, &config.Error{File: r.File, Line: r.Line, Actor: spec.Service, Route: r.Label(),
+					Msg: fmt.Sprintf("client_rpc.handler_missing: binding %q is not a function of the module in %s (it is %s)",
+						r.Binding, spec.Script, v.Type())})
+				continue
+			}
+			vm.handlers[r.ID] = fn
+		}
+		if r.Direction.ToClient() {
+			vm.helpers[r.Binding] = r
+		}
+	}
+	return errs.Err()
+}
