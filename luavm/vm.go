@@ -34,6 +34,8 @@ type Spec struct {
 	Routes         []descriptor.Route // the routes whose owner is Service
 	MaxStringBytes int64
 	LoadTimeout    time.Duration // 0: DefaultLoadTimeout
+	HandlerTimeout time.Duration // a handler run's budget; 0: config.DefaultHandlerTimeout
+	MaxPending     int           // timers and calls in flight; 0: config.DefaultMaxPending
 	Logger         *slog.Logger  // nil: slog.Default()
 }
 
@@ -45,11 +47,38 @@ type VM struct {
 	Module   *lua.LTable
 	Log      *slog.Logger
 
-	handlers map[uint32]*lua.LFunction    // c2s and bidi routes: route_id -> binding
+	spec     Spec
+	handlers map[uint32]handler           // c2s and bidi routes: route_id -> binding
 	helpers  map[string]*descriptor.Route // s2c and bidi routes: binding -> route
 
 	// The module's optional hooks; nil when the module does not define them.
 	Init, Stop, ClientDisconnected *lua.LFunction
+
+	// The runtime. Only the actor's goroutine touches any of it.
+	host    Host
+	intr    *interrupt
+	shield  *lua.LTable    // the shield module
+	errMeta *lua.LTable    // metatable of shield error tables: marks them trusted
+	done    *lua.LUserData // yielded by the task loop when a handler returns
+	wait    *lua.LUserData // yielded by shield functions that suspend
+	noop    *lua.LFunction
+	body    *lua.LFunction // the pooled coroutines' loop
+	pool    []*lua.LState
+	tasks   map[uint64]*task
+	pending map[uint64]*pending
+	timers  timerHeap
+	nextID  uint64
+	current *task        // the task being resumed, if any
+	args    []lua.LValue // scratch for start
+	raised  bool         // the last error came through panicHook
+	trace   string       // its traceback
+	crashed bool
+}
+
+// handler is a compiled c2s or bidi route.
+type handler struct {
+	fn    *lua.LFunction
+	route *descriptor.Route
 }
 
 // New spawns a VM: it builds the sandbox, runs the script under the load
@@ -61,25 +90,65 @@ func New(spec Spec) (*VM, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if spec.HandlerTimeout <= 0 {
+		spec.HandlerTimeout = config.DefaultHandlerTimeout
+	}
+	if spec.MaxPending <= 0 {
+		spec.MaxPending = config.DefaultMaxPending
+	}
+	if spec.MaxStringBytes <= 0 {
+		spec.MaxStringBytes = config.DefaultMaxStringBytes
+	}
 	log = log.With("service", spec.Service, "instance", spec.Instance)
 	L := newSandbox(filepath.Dir(spec.Script), log)
-	vm := &VM{L: L, Service: spec.Service, Instance: spec.Instance, Log: log}
+	vm := &VM{L: L, Service: spec.Service, Instance: spec.Instance, Log: log, spec: spec,
+		intr: newInterrupt(), tasks: map[uint64]*task{}, pending: map[uint64]*pending{}}
+	if err := vm.setup(); err != nil {
+		vm.Close()
+		return nil, fmt.Errorf("luavm: runtime setup: %w", err)
+	}
 	if err := vm.load(spec); err != nil {
 		L.Close()
 		return nil, err
 	}
 	if err := vm.compile(spec); err != nil {
-		L.Close()
+		vm.Close()
 		return nil, err
 	}
 	return vm, nil
 }
 
+// setup installs the runtime: the interrupt, coroutine-aware pcall, the
+// bounded string library and the shield module. It runs before the script
+// so that the script's top level can already use shield.
+func (vm *VM) setup() error {
+	L := vm.L
+	vm.done, vm.wait = L.NewUserData(), L.NewUserData()
+	vm.noop = L.NewFunction(func(*lua.LState) int { return 0 })
+	vm.installCoroutines()
+	if err := vm.compilePrelude(); err != nil {
+		return err
+	}
+	vm.installStrings()
+	vm.installShield()
+	return nil
+}
+
+// Spec returns what the VM was spawned from, so that a crashed VM can be
+// replaced by a fresh one.
+func (vm *VM) Spec() Spec { return vm.spec }
+
+// Attach gives the VM the actor that runs it. Handlers run only after it.
+func (vm *VM) Attach(h Host) { vm.host = h }
+
 // Close releases the Lua state.
-func (vm *VM) Close() { vm.L.Close() }
+func (vm *VM) Close() {
+	vm.intr.stop()
+	vm.L.Close()
+}
 
 // Handler returns the compiled function of a c2s or bidi route, or nil.
-func (vm *VM) Handler(routeID uint32) *lua.LFunction { return vm.handlers[routeID] }
+func (vm *VM) Handler(routeID uint32) *lua.LFunction { return vm.handlers[routeID].fn }
 
 // Helper returns the s2c or bidi route behind shield.client_rpc.<name>, or nil.
 func (vm *VM) Helper(name string) *descriptor.Route { return vm.helpers[name] }
@@ -134,7 +203,7 @@ func hook(mod *lua.LTable, name string) *lua.LFunction {
 // route's binding must be a function of the module, and an s2c or bidi
 // route's binding becomes a push helper name.
 func (vm *VM) compile(spec Spec) error {
-	vm.handlers = make(map[uint32]*lua.LFunction)
+	vm.handlers = make(map[uint32]handler)
 	vm.helpers = make(map[string]*descriptor.Route)
 	var errs config.Errors
 	for i := range spec.Routes {
@@ -151,11 +220,12 @@ func (vm *VM) compile(spec Spec) error {
 						r.Binding, spec.Script, v.Type())})
 				continue
 			}
-			vm.handlers[r.ID] = fn
+			vm.handlers[r.ID] = handler{fn: fn, route: r}
 		}
 		if r.Direction.ToClient() {
 			vm.helpers[r.Binding] = r
 		}
 	}
+	vm.installHelpers()
 	return errs.Err()
 }

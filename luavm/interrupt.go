@@ -1,0 +1,103 @@
+package luavm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// gopher-lua checks its context once per VM instruction and nowhere else,
+// so that check is how a runaway handler is stopped. Every thread of a VM
+// shares one interrupt as its context. Unlike a context.Context per
+// message, it costs nothing to set up per run, and unlike a cancelled
+// context it can be re-armed: after a fire, the next run gets a fresh Done
+// channel, so a coroutine suspended during someone else's timeout is not
+// poisoned by it.
+
+// interruptReason says why a run was stopped.
+type interruptReason int32
+
+const (
+	notInterrupted  interruptReason = iota
+	interruptBudget                 // the handler's budget ran out: client_rpc.timeout
+	interruptHeap                   // the Go heap passed lua.heap_limit_bytes: client_rpc.resource_exhausted
+)
+
+// errInterrupted is what gopher-lua raises inside the interrupted thread.
+var errInterrupted = errors.New("shield: handler interrupted")
+
+type interrupt struct {
+	done atomic.Pointer[chan struct{}]
+
+	mu     sync.Mutex // guards armed and reason, and closing done
+	armed  bool
+	reason interruptReason
+
+	timer *time.Timer // fires the budget of the run in progress
+}
+
+func newInterrupt() *interrupt {
+	in := &interrupt{}
+	ch := make(chan struct{})
+	in.done.Store(&ch)
+	in.timer = time.AfterFunc(time.Hour, func() { in.fire(interruptBudget) })
+	in.timer.Stop()
+	return in
+}
+
+// arm starts watching a run that may last until deadline.
+func (in *interrupt) arm(deadline time.Time) {
+	in.mu.Lock()
+	in.armed = true
+	in.mu.Unlock()
+	in.timer.Reset(time.Until(deadline))
+}
+
+// disarm ends the run and reports whether and why it was interrupted. A
+// fired channel is replaced so that the next run starts clean.
+func (in *interrupt) disarm() interruptReason {
+	in.timer.Stop()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.armed = false
+	r := in.reason
+	if r != notInterrupted {
+		ch := make(chan struct{})
+		in.done.Store(&ch)
+		in.reason = notInterrupted
+	}
+	return r
+}
+
+// fire stops the run in progress, if there is one. It is safe to call from
+// any goroutine; the first reason wins.
+func (in *interrupt) fire(r interruptReason) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.armed || in.reason != notInterrupted {
+		return false
+	}
+	in.reason = r
+	close(*in.done.Load())
+	return true
+}
+
+func (in *interrupt) stop() { in.timer.Stop() }
+
+// The context.Context methods. Deadline reports none: the budget is
+// enforced by fire, not by gopher-lua.
+func (in *interrupt) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (in *interrupt) Done() <-chan struct{}       { return *in.done.Load() }
+func (in *interrupt) Value(any) any               { return nil }
+func (in *interrupt) Err() error {
+	select {
+	case <-in.Done():
+		return errInterrupted
+	default:
+		return nil
+	}
+}
+
+var _ context.Context = (*interrupt)(nil)

@@ -1,0 +1,215 @@
+package luavm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/shieldrpc/shield/codec"
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/luavm/strlib"
+)
+
+// check turns the (ok, ...) that a suspending Go function resumes with into
+// a return or a raise. The raise has to happen in Lua, after the resume,
+// because a Go function cannot raise into a coroutine it has yielded.
+const checkSource = `
+local error = error
+return function(ok, ...)
+  if ok then return ... end
+  error((...), 0)
+end
+`
+
+// builtinChunk prefixes the names of the runtime's own Lua chunks, whose
+// frames tracebacks leave out.
+const builtinChunk = "=shield:"
+
+// installShield builds the shield module (SPEC §8) and makes it the global
+// `shield` and require("shield").
+func (vm *VM) installShield() {
+	L := vm.L
+	vm.errMeta = L.NewTable()
+	vm.errMeta.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		L.Push(lua.LString(lua.LVAsString(t.RawGetString("code")) + ": " + lua.LVAsString(t.RawGetString("message"))))
+		return 1
+	}))
+	vm.errMeta.RawSetString("__metatable", lua.LFalse)
+
+	sh := L.NewTable()
+	vm.shield = sh
+	L.SetFuncs(sh, map[string]lua.LGFunction{
+		"send":    vm.luaSend,
+		"error":   vm.luaError,
+		"timeout": vm.luaTimeout,
+		"cancel":  vm.luaCancel,
+		"now":     luaNow,
+		"self":    vm.luaSelf,
+		"array":   luaArray,
+	})
+	check := vm.mustChunk(checkSource).(*lua.LFunction)
+	sh.RawSetString("call", vm.suspending(check, vm.luaCall))
+	sh.RawSetString("sleep", vm.suspending(check, vm.luaSleep))
+	sh.RawSetString("null", codec.Null(L))
+
+	logt := L.NewTable()
+	for name, level := range map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError} {
+		logt.RawSetString(name, L.NewFunction(vm.luaLog(level)))
+	}
+	sh.RawSetString("log", logt)
+	sh.RawSetString("json", L.SetFuncs(L.NewTable(), map[string]lua.LGFunction{"encode": luaJSONEncode, "decode": luaJSONDecode}))
+	vm.installClient(sh)
+
+	L.G.Global.RawSetString("shield", sh)
+	L.G.Global.RawGetString("package").(*lua.LTable).RawGetString("loaded").(*lua.LTable).RawSetString("shield", sh)
+}
+
+// suspending wraps a Go function that may yield: Lua sees
+// function(...) return check(fn(...)) end.
+func (vm *VM) suspending(check *lua.LFunction, fn lua.LGFunction) *lua.LFunction {
+	wrap, err := vm.L.Load(strings.NewReader(`local check, fn = ... return function(...) return check(fn(...)) end`), builtinChunk+"suspend")
+	if err != nil {
+		panic(fmt.Sprintf("luavm: built-in chunk: %v", err))
+	}
+	vm.L.Push(wrap)
+	vm.L.Push(check)
+	vm.L.Push(vm.L.NewFunction(fn))
+	vm.L.Call(2, 1)
+	f := vm.L.Get(-1).(*lua.LFunction)
+	vm.L.Pop(1)
+	return f
+}
+
+// mustChunk runs a built-in chunk and returns its first result. Built-in
+// chunks are constants: a failure is a bug, so it panics.
+func (vm *VM) mustChunk(src string) lua.LValue {
+	fn, err := vm.L.Load(strings.NewReader(src), builtinChunk+"check")
+	if err != nil {
+		panic(fmt.Sprintf("luavm: built-in chunk: %v", err))
+	}
+	vm.L.Push(fn)
+	vm.L.Call(0, 1)
+	v := vm.L.Get(-1)
+	vm.L.Pop(1)
+	return v
+}
+
+func (vm *VM) installStrings() {
+	strlib.Open(vm.L, strlib.Limits{
+		MaxStringBytes: int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1))),
+		OnExceeded: func(L *lua.LState, what string) {
+			L.Error(vm.errorValue(codes.ResourceExhausted, what), 0)
+		},
+	})
+}
+
+// errorValue is a shield error: a table {code=, message=} with a
+// __tostring, marked by its metatable as raised by Shield itself, so that a
+// script's own error({code = ...}) cannot pass as one.
+func (vm *VM) errorValue(code codes.Code, msg string) *lua.LTable {
+	t := vm.L.CreateTable(0, 2)
+	t.RawSetString("code", lua.LString(code))
+	t.RawSetString("message", lua.LString(msg))
+	t.Metatable = vm.errMeta
+	return t
+}
+
+// raise raises a shield error from a Go function.
+func (vm *VM) raise(L *lua.LState, code codes.Code, format string, args ...any) {
+	L.Error(vm.errorValue(code, fmt.Sprintf(format, args...)), 0)
+}
+
+// shield.error(code, message): a business error with a checked code; any
+// other code is a plain error, so the client sees handler_failed.
+func (vm *VM) luaError(L *lua.LState) int {
+	code := L.CheckString(1)
+	msg := L.OptString(2, "")
+	if !codes.ValidBusiness(code) {
+		L.RaiseError("shield.error: %q is not a business code (lowercase dotted, such as \"shop.sold_out\", outside client_rpc., session. and gateway.)", code)
+	}
+	L.Error(vm.errorValue(codes.Code(code), msg), 0)
+	return 0
+}
+
+func luaNow(L *lua.LState) int {
+	L.Push(lua.LNumber(time.Now().UnixMilli()))
+	return 1
+}
+
+func (vm *VM) luaSelf(L *lua.LState) int {
+	L.Push(lua.LString(vm.Service))
+	L.Push(lua.LNumber(vm.Instance))
+	return 2
+}
+
+func luaArray(L *lua.LState) int {
+	t := L.OptTable(1, nil)
+	if t == nil {
+		t = L.NewTable()
+	}
+	if err := codec.MarkArray(L, t); err != nil {
+		L.RaiseError("shield.array: %v", err)
+	}
+	L.Push(t)
+	return 1
+}
+
+func luaJSONEncode(L *lua.LState) int {
+	b, err := codec.AppendJSON(nil, L, L.CheckAny(1))
+	if err != nil {
+		L.RaiseError("%v", err)
+	}
+	L.Push(lua.LString(b))
+	return 1
+}
+
+func luaJSONDecode(L *lua.LState) int {
+	v, err := codec.DecodeJSON(L, []byte(L.CheckString(1)))
+	if err != nil {
+		L.RaiseError("shield.json.decode: %v", err)
+	}
+	L.Push(v)
+	return 1
+}
+
+// luaLog logs msg with key/value pairs; values that are tables are logged
+// as their JSON, so a log line never holds a Lua address.
+func (vm *VM) luaLog(level slog.Level) lua.LGFunction {
+	return func(L *lua.LState) int {
+		msg := L.CheckString(1)
+		top := L.GetTop()
+		attrs := make([]slog.Attr, 0, top/2)
+		for i := 2; i+1 <= top; i += 2 {
+			attrs = append(attrs, slog.Any(L.ToStringMeta(L.Get(i)).String(), logValue(L, L.Get(i+1))))
+		}
+		if top >= 2 && top%2 == 0 {
+			attrs = append(attrs, slog.Any("!BADKEY", logValue(L, L.Get(top))))
+		}
+		vm.Log.LogAttrs(context.Background(), level, msg, attrs...)
+		return 0
+	}
+}
+
+func logValue(L *lua.LState, v lua.LValue) any {
+	switch v := v.(type) {
+	case lua.LNumber:
+		if f := float64(v); f == float64(int64(f)) {
+			return int64(f)
+		}
+		return float64(v)
+	case lua.LBool:
+		return bool(v)
+	case lua.LString:
+		return string(v)
+	case *lua.LTable:
+		if b, err := codec.AppendJSON(nil, L, v); err == nil {
+			return string(b)
+		}
+	}
+	return L.ToStringMeta(v).String()
+}

@@ -1,0 +1,145 @@
+package luavm
+
+import (
+	"fmt"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/shieldrpc/shield/codes"
+)
+
+// address reads shield.send/call's first argument: "service" or
+// {service = "player", key = player_id}.
+func address(L *lua.LState, n int) Address {
+	switch v := L.Get(n).(type) {
+	case lua.LString:
+		return Address{Service: string(v)}
+	case *lua.LTable:
+		svc, ok := v.RawGetString("service").(lua.LString)
+		if !ok {
+			L.ArgError(n, "address table needs service = \"name\"")
+		}
+		key := v.RawGetString("key")
+		if key == lua.LNil {
+			return Address{Service: string(svc)}
+		}
+		return Address{Service: string(svc), Key: lua.LVAsString(key), HasKey: true}
+	}
+	L.ArgError(n, "address must be a service name or {service = name, key = key}")
+	return Address{}
+}
+
+// callArgs copies arguments from..top out of the VM.
+func (vm *VM) callArgs(L *lua.LState, from int) []Value {
+	top := L.GetTop()
+	if top < from {
+		return nil
+	}
+	args := make([]Value, 0, top-from+1)
+	for i := from; i <= top; i++ {
+		v, err := ToGo(L, L.Get(i))
+		if err != nil {
+			L.ArgError(i, err.Error())
+		}
+		args = append(args, v)
+	}
+	return args
+}
+
+// running returns the task being resumed, or raises: the suspending
+// functions only make sense inside a handler.
+func (vm *VM) running(L *lua.LState, name string) *task {
+	if vm.current == nil || vm.host == nil {
+		L.RaiseError("%s can only be used while handling a message", name)
+	}
+	return vm.current
+}
+
+// shield.send(addr, method, ...) -> true | nil, code. It never waits.
+func (vm *VM) luaSend(L *lua.LState) int {
+	if vm.host == nil {
+		L.RaiseError("shield.send can only be used while handling a message")
+	}
+	c := &Call{From: vm.host.Self(), To: address(L, 1), Method: L.CheckString(2), Args: vm.callArgs(L, 3)}
+	c.Deadline = time.Now().Add(vm.spec.HandlerTimeout)
+	if t := vm.current; t != nil {
+		c.Deadline = t.deadline
+	}
+	if err := vm.host.Route(c); err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString(err.Code))
+		return 2
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+// shield.call's Go half: it yields until the reply, then the Lua half
+// (check) returns the results or raises the error.
+func (vm *VM) luaCall(L *lua.LState) int {
+	t := vm.running(L, "shield.call")
+	c := &Call{From: vm.host.Self(), To: address(L, 1), Method: L.CheckString(2), Args: vm.callArgs(L, 3), Deadline: t.deadline}
+	id, ok := vm.addPending(&pending{kind: pendCall, task: t})
+	if !ok {
+		return vm.fail(L, codes.Busy, "max_pending (%d) timers and calls already in flight", vm.spec.MaxPending)
+	}
+	c.ID = id
+	if err := vm.host.Route(c); err != nil {
+		delete(vm.pending, id)
+		return vm.fail(L, err.Code, "%s", err.Message)
+	}
+	t.waiting = id
+	return L.Yield(vm.wait)
+}
+
+// fail returns (false, error) to a suspending function's check.
+func (vm *VM) fail(L *lua.LState, code codes.Code, format string, args ...any) int {
+	L.Push(lua.LFalse)
+	L.Push(vm.errorValue(code, fmt.Sprintf(format, args...)))
+	return 2
+}
+
+// shield.sleep(ms): suspends the calling task only.
+func (vm *VM) luaSleep(L *lua.LState) int {
+	t := vm.running(L, "shield.sleep")
+	ms := L.CheckNumber(1)
+	id, ok := vm.addPending(&pending{kind: pendSleep, task: t})
+	if !ok {
+		return vm.fail(L, codes.Busy, "max_pending (%d) timers and calls already in flight", vm.spec.MaxPending)
+	}
+	vm.timers.push(time.Now().Add(millis(ms)), timerSleep, id)
+	t.waiting = id
+	return L.Yield(vm.wait)
+}
+
+// shield.timeout(ms, fn) -> id: fn runs later as a task of its own.
+func (vm *VM) luaTimeout(L *lua.LState) int {
+	ms := L.CheckNumber(1)
+	fn := L.CheckFunction(2)
+	id, ok := vm.addPending(&pending{kind: pendTimeout, fn: fn})
+	if !ok {
+		vm.raise(L, codes.Busy, "max_pending (%d) timers and calls already in flight", vm.spec.MaxPending)
+	}
+	vm.timers.push(time.Now().Add(millis(ms)), timerTimeout, id)
+	L.Push(lua.LNumber(id))
+	return 1
+}
+
+// shield.cancel(id) -> true when the timer was still pending.
+func (vm *VM) luaCancel(L *lua.LState) int {
+	id := uint64(L.CheckNumber(1))
+	p, ok := vm.pending[id]
+	if ok && p.kind == pendTimeout {
+		delete(vm.pending, id)
+	}
+	L.Push(lua.LBool(ok && p.kind == pendTimeout))
+	return 1
+}
+
+func millis(ms lua.LNumber) time.Duration {
+	if ms < 0 {
+		ms = 0
+	}
+	return time.Duration(float64(ms) * float64(time.Millisecond))
+}

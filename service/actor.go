@@ -1,0 +1,220 @@
+package service
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/luavm"
+)
+
+// Actor runs one VM on one goroutine: the only goroutine that ever touches
+// that VM. It serves two lanes, the control lane first.
+type Actor struct {
+	rt       *Runtime
+	id       egress.ActorID
+	vm       atomic.Pointer[luavm.VM] // read by the heap watcher; written by the loop
+	control  *controlQueue
+	business chan business // bounded by the actor's mailbox
+	timer    *time.Timer
+	armedAt  time.Time
+	done     chan struct{} // closed when the loop has returned
+	dead     atomic.Bool   // the VM could not be replaced: the actor serves nothing
+}
+
+func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *Actor {
+	a := &Actor{
+		rt:       rt,
+		id:       egress.ActorID{Service: vm.Service, Instance: vm.Instance},
+		control:  newControlQueue(),
+		business: make(chan business, mailbox),
+		done:     make(chan struct{}),
+	}
+	a.vm.Store(vm)
+	vm.Attach(a)
+	return a
+}
+
+// ID names the actor.
+func (a *Actor) ID() egress.ActorID { return a.id }
+
+// Depth is the number of messages waiting in the business lane.
+func (a *Actor) Depth() int { return len(a.business) }
+
+// enqueue puts a message on the business lane, failing fast when it is full.
+func (a *Actor) enqueue(m business) *codes.Error {
+	if a.dead.Load() {
+		return codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
+	}
+	select {
+	case a.business <- m:
+		return nil
+	default:
+		return codes.New(codes.Busy, "service %s instance %d: mailbox full", a.id.Service, a.id.Instance)
+	}
+}
+
+// loop is the actor's goroutine. The Runtime owns it: it starts it and
+// stops it with a quit message, then waits on done.
+func (a *Actor) loop() {
+	defer close(a.done)
+	a.timer = time.NewTimer(time.Hour)
+	a.timer.Stop()
+	defer a.timer.Stop()
+	for {
+		if m, ok := a.control.pop(); ok {
+			if _, stop := m.(quit); stop {
+				a.safely(func(vm *luavm.VM) { vm.Abort(codes.New(codes.Unavailable, "service %s is stopping", a.id.Service)) })
+				a.vm.Load().Close()
+				return
+			}
+			a.safely(func(vm *luavm.VM) { a.handleControl(vm, m) })
+			continue
+		}
+		a.arm()
+		select {
+		case <-a.control.signal:
+		case m := <-a.business:
+			a.safely(func(vm *luavm.VM) { a.handleBusiness(vm, m) })
+		case <-a.timer.C:
+			a.armedAt = time.Time{}
+			a.safely(func(vm *luavm.VM) { vm.Tick(time.Now()) })
+		}
+	}
+}
+
+// arm points the timer at the VM's next wake-up, touching it only when that
+// changed: most messages schedule nothing.
+func (a *Actor) arm() {
+	at, ok := a.vm.Load().NextWake()
+	if !ok || at.Equal(a.armedAt) {
+		return
+	}
+	a.armedAt = at
+	a.timer.Reset(time.Until(at))
+}
+
+func (a *Actor) handleBusiness(vm *luavm.VM, m business) {
+	switch m := m.(type) {
+	case *ingress.ClientIngress:
+		vm.HandleIngress(m)
+	case *luavm.Call:
+		vm.HandleCall(m)
+	default:
+		panic(fmt.Sprintf("service: unknown business message %T", m))
+	}
+}
+
+func (a *Actor) handleControl(vm *luavm.VM, m any) {
+	switch m := m.(type) {
+	case *luavm.Result:
+		vm.HandleResult(m)
+	case *ingress.Disconnected:
+		vm.HandleDisconnected(m)
+	case runHook:
+		fn := vm.Init
+		if m.name == "stop" {
+			fn = vm.Stop
+		}
+		vm.RunHook(m.name, fn, func(err *codes.Error) {
+			if err != nil {
+				m.done <- fmt.Errorf("service %s instance %d: %s: %w", a.id.Service, a.id.Instance, m.name, err)
+				return
+			}
+			m.done <- nil
+		})
+	default:
+		panic(fmt.Sprintf("service: unknown control message %T", m))
+	}
+}
+
+// safely runs f on the current VM, turning a Go panic into a VM
+// replacement: the panic is logged and counted, every task of the old VM
+// gets handler_failed, and a fresh VM runs its init (SPEC §6).
+func (a *Actor) safely(f func(vm *luavm.VM)) {
+	if a.dead.Load() {
+		return // reject already answered what was queued
+	}
+	vm := a.vm.Load()
+	defer func() {
+		r := recover()
+		if r == nil && !vm.Crashed() {
+			return
+		}
+		if r != nil {
+			a.rt.log.Error("go panic in actor; replacing its VM", "service", a.id.Service, "instance", a.id.Instance,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+		a.replace(vm)
+	}()
+	f(vm)
+}
+
+func (a *Actor) replace(old *luavm.VM) {
+	a.rt.metrics.VMRestarted(a.id.Service)
+	func() {
+		defer func() { _ = recover() }() // the old VM may be too broken to abort cleanly
+		old.Abort(codes.New(codes.HandlerFailed, "internal error"))
+	}()
+	old.Close()
+	vm, err := luavm.New(old.Spec())
+	if err != nil {
+		a.rt.log.Error("cannot replace VM; the instance is out of service", "service", a.id.Service, "instance", a.id.Instance, "error", err)
+		a.dead.Store(true)
+		a.drainDead()
+		return
+	}
+	vm.Attach(a)
+	a.vm.Store(vm)
+	a.armedAt = time.Time{}
+	vm.RunHook("init", vm.Init, func(err *codes.Error) {
+		if err != nil {
+			a.rt.log.Error("init of replacement VM failed", "service", a.id.Service, "instance", a.id.Instance, "code", string(err.Code), "message", err.Message)
+		}
+	})
+}
+
+// drainDead answers what waits in the business lane of an actor whose VM
+// is gone; later messages are refused at enqueue.
+func (a *Actor) drainDead() {
+	unavailable := codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
+	for {
+		select {
+		case m := <-a.business:
+			switch m := m.(type) {
+			case *ingress.ClientIngress:
+				a.rt.respond(&egress.Response{SessionID: m.Client.Ref.SessionID, RouteID: m.Client.RouteID,
+					RequestID: m.Client.RequestID, Err: unavailable, Notify: m.Notify()})
+			case *luavm.Call:
+				if m.ID != 0 {
+					a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Err: unavailable})
+				}
+			}
+		default:
+			return
+		}
+	}
+}
+
+// Host, for the VM.
+
+// Self names the actor's VM.
+func (a *Actor) Self() egress.ActorID { return a.id }
+
+// Instances is the number of VMs of a service, 0 when there is none.
+func (a *Actor) Instances(service string) int { return a.rt.Instances(service) }
+
+// Route delivers a shield.call or shield.send.
+func (a *Actor) Route(c *luavm.Call) *codes.Error { return a.rt.Route(c) }
+
+// Return delivers a call's result to its caller.
+func (a *Actor) Return(r *luavm.Result) { a.rt.Return(r) }
+
+// Gateway is where answers and pushes go.
+func (a *Actor) Gateway() egress.Gateway { return a.rt.Gateway() }
+
+var _ luavm.Host = (*Actor)(nil)
