@@ -1,0 +1,168 @@
+package envelope
+
+import "strconv"
+
+// Kind is what a frame is. The values are typelen's type byte (SPEC.md
+// section 3), so typelen puts a Kind on the wire as it is; the other
+// envelopes derive it from the ids (idlen) or the wrapper's "type" (legacy).
+type Kind uint8
+
+// The frame kinds, numbered as typelen's type byte.
+const (
+	// Request is a client call that gets exactly one Response or Error.
+	Request Kind = 1
+	// Response answers a Request with the handler's return value.
+	Response Kind = 2
+	// Error answers a Request with a code and a message.
+	Error Kind = 3
+	// Push is a server-to-client message on an s2c or bidi route.
+	Push Kind = 4
+	// Heartbeat is sent by a client and echoed by the gateway.
+	Heartbeat Kind = 5
+	// Notice carries a code and a message just before the gateway closes a
+	// session on purpose (session.kicked, gateway.draining, ...).
+	Notice Kind = 6
+	// Notify is a client message that never gets an answer.
+	Notify Kind = 7
+)
+
+// kindNames are the legacy wrapper's "type" values, indexed by Kind.
+var kindNames = [...]string{
+	Request:   "request",
+	Response:  "response",
+	Error:     "error",
+	Push:      "push",
+	Heartbeat: "heartbeat",
+	Notice:    "notice",
+	Notify:    "notify",
+}
+
+// String returns the kind's name as the legacy wrapper's "type" spells it,
+// or "kind(N)" for a value outside the set.
+func (k Kind) String() string {
+	if k.valid() {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// valid reports whether k is one of the seven kinds.
+func (k Kind) valid() bool {
+	return k >= Request && k <= Notify
+}
+
+// parseKind maps a wrapper "type" value to its Kind.
+func parseKind(s string) (Kind, bool) {
+	for k := Request; k <= Notify; k++ {
+		if kindNames[k] == s {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// Frame is one decoded frame, the same value whatever envelope carried it.
+//
+// Each kind carries only some fields; the others are zero after decoding and
+// ignored when encoding:
+//
+//	Request    RouteID Route RequestID Body
+//	Notify     RouteID Route           Body
+//	Heartbeat  -
+//	Response   RouteID Route RequestID Body
+//	Push       RouteID Route           Body
+//	Error      RouteID Route RequestID      Code Message
+//	Notice                                  Code Message
+//
+// Route is only on the legacy envelopes' wire; idlen never carries an Error's
+// RouteID (its header says 0).
+type Frame struct {
+	Kind Kind
+	// RouteID is the descriptor's wire id. A legacy frame that names its
+	// route only by Route decodes with RouteID 0; the gateway then resolves
+	// Route, and otherwise ignores it (route_id wins).
+	RouteID uint32
+	// RequestID pairs a Request with its Response or Error. It is 0 on
+	// every other kind.
+	RequestID uint64
+	// Route is the descriptor's name, carried by the legacy envelopes only:
+	// the gateway fills it on outbound frames, and a client may name a
+	// route by it instead of RouteID.
+	Route string
+	// Body is the business body, opaque to the envelope. A decoded Body is
+	// freshly allocated (it crosses goroutines) and nil when empty. On the
+	// legacy envelopes it is the raw JSON of "payload".
+	Body []byte
+	// Code and Message are an Error's or a Notice's. The header envelopes
+	// carry them as the JSON body {"code":"...","message":"..."}.
+	Code    string
+	Message string
+}
+
+// headerFrame builds the Frame of a header envelope (idlen, typelen) from
+// ids and a body that classify has already matched to kind. When owned is
+// false the body belongs to the caller (a WebSocket read buffer) and is
+// copied, since the Frame is handed to another goroutine.
+func headerFrame(kind Kind, routeID uint32, requestID uint64, body []byte, owned bool) (Frame, error) {
+	f := Frame{Kind: kind}
+	switch kind {
+	case Request, Response:
+		f.RouteID, f.RequestID, f.Body = routeID, requestID, ownBody(body, owned)
+	case Notify, Push:
+		f.RouteID, f.Body = routeID, ownBody(body, owned)
+	case Error, Notice:
+		code, msg, err := parseStatus(body)
+		if err != nil {
+			return Frame{}, err
+		}
+		f.Code, f.Message = code, msg
+		if kind == Error {
+			f.RouteID, f.RequestID = routeID, requestID
+		}
+	case Heartbeat:
+	default:
+		// classify never returns another kind; failing closed keeps a
+		// future kind from being decoded half-way.
+		return Frame{}, protoErr(ReasonBadType, "kind %d", kind)
+	}
+	return f, nil
+}
+
+// ownBody returns body, or a copy of it when the caller keeps the original;
+// empty bodies become nil so that no allocation is made for them.
+func ownBody(body []byte, owned bool) []byte {
+	if len(body) == 0 {
+		return nil
+	}
+	if owned {
+		return body
+	}
+	return append(make([]byte, 0, len(body)), body...)
+}
+
+// appendHeaderBody appends what a header envelope puts after its header: the
+// status JSON for Error and Notice, the business body for the kinds that
+// carry one, nothing otherwise.
+func appendHeaderBody(dst []byte, f *Frame) []byte {
+	switch f.Kind {
+	case Error, Notice:
+		return appendStatus(dst, f.Code, f.Message)
+	case Request, Response, Notify, Push:
+		return append(dst, f.Body...)
+	default:
+		return dst
+	}
+}
+
+// headerBodySize is how many bytes appendHeaderBody will append, give or
+// take escapes, so that encoders grow dst once.
+func headerBodySize(f *Frame) int {
+	switch f.Kind {
+	case Error, Notice:
+		return len(`{"code":"","message":""}`) + len(f.Code) + len(f.Message)
+	case Request, Response, Notify, Push:
+		return len(f.Body)
+	default:
+		return 0
+	}
+}

@@ -1,0 +1,103 @@
+package envelope
+
+import (
+	"bufio"
+	"bytes"
+	"testing"
+)
+
+// TestGolden checks frames byte for byte against hex written by hand from
+// SPEC.md's layouts, in both directions.
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   string
+		side  Side // the side that decodes these bytes
+		frame Frame
+		wire  string // hex for TCP, or text when the envelope is delimiter
+	}{
+		{"idlen heartbeat", NameIdlen, FromClient, Frame{Kind: Heartbeat},
+			"00000008 01 000000 00000000"},
+		{"idlen request", NameIdlen, FromClient,
+			Frame{Kind: Request, RouteID: 3001, RequestID: 5, Body: []byte(`{"x":1}`)},
+			"0000000f 01 000bb9 00000005 7b2278223a317d"},
+		{"idlen notify", NameIdlen, FromClient,
+			Frame{Kind: Notify, RouteID: 0xfffffe, Body: []byte("ab")},
+			"0000000a 01 fffffe 00000000 6162"},
+		{"idlen response", NameIdlen, FromServer,
+			Frame{Kind: Response, RouteID: 1001, RequestID: 0xffffffff, Body: []byte("{}")},
+			"0000000a 01 0003e9 ffffffff 7b7d"},
+		{"idlen push", NameIdlen, FromServer,
+			Frame{Kind: Push, RouteID: 2001, Body: []byte("1")},
+			"00000009 01 0007d1 00000000 31"},
+		{"idlen error", NameIdlen, FromServer,
+			Frame{Kind: Error, RequestID: 7, Code: "client_rpc.busy", Message: "m"},
+			"00000030 01 000000 00000007" + hexOf(`{"code":"client_rpc.busy","message":"m"}`)},
+		{"idlen notice", NameIdlen, FromServer,
+			Frame{Kind: Notice, Code: "session.kicked", Message: `a"<b>`},
+			"00000034 01 000000 00000000" + hexOf(`{"code":"session.kicked","message":"a\"<b>"}`)},
+		{"typelen heartbeat", NameTypelen, FromClient, Frame{Kind: Heartbeat},
+			"0000000c 01 05 0000 0000000000000000"},
+		{"typelen request", NameTypelen, FromClient,
+			Frame{Kind: Request, RouteID: 0xffff, RequestID: 1 << 40, Body: []byte("x")},
+			"0000000d 01 01 ffff 0000010000000000 78"},
+		{"typelen notify", NameTypelen, FromClient,
+			Frame{Kind: Notify, RouteID: 3001},
+			"0000000c 01 07 0bb9 0000000000000000"},
+		{"typelen error keeps route_id", NameTypelen, FromServer,
+			Frame{Kind: Error, RouteID: 3001, RequestID: 5, Code: "a.b", Message: ""},
+			"00000027 01 03 0bb9 0000000000000005" + hexOf(`{"code":"a.b","message":""}`)},
+		{"typelen push", NameTypelen, FromServer,
+			Frame{Kind: Push, RouteID: 2001, Body: []byte("{}")},
+			"0000000e 01 04 07d1 0000000000000000 7b7d"},
+		{"lenprefix heartbeat", NameLenprefix, FromClient, Frame{Kind: Heartbeat},
+			"00000014" + hexOf(`{"type":"heartbeat"}`)},
+		{"lenprefix response", NameLenprefix, FromServer,
+			Frame{Kind: Response, Route: "move", RouteID: 3001, RequestID: 5, Body: []byte(`{"ok":true}`)},
+			"00000057" + hexOf(`{"type":"response","route":"move","route_id":3001,"request_id":5,"payload":{"ok":true}}`)},
+		{"delimiter request (SPEC example)", NameDelimiter, FromClient,
+			Frame{Kind: Request, Route: "move", RouteID: 3001, RequestID: 5, Body: []byte(`{"x":1}`)},
+			hexOf(`{"type":"request","route":"move","route_id":3001,"request_id":5,"payload":{"x":1}}` + "\n")},
+		{"delimiter error", NameDelimiter, FromServer,
+			Frame{Kind: Error, Route: "move", RouteID: 3001, RequestID: 5, Code: "client_rpc.busy", Message: "full"},
+			hexOf(`{"type":"error","route":"move","route_id":3001,"request_id":5,"code":"client_rpc.busy","message":"full"}` + "\n")},
+		{"delimiter notice", NameDelimiter, FromServer,
+			Frame{Kind: Notice, Code: "gateway.draining", Message: "bye"},
+			hexOf(`{"type":"notice","code":"gateway.draining","message":"bye"}` + "\n")},
+		{"delimiter push without route name", NameDelimiter, FromServer,
+			Frame{Kind: Push, RouteID: 2001, Body: []byte(`[1,2]`)},
+			hexOf(`{"type":"push","route_id":2001,"payload":[1,2]}` + "\n")},
+		{"delimiter heartbeat", NameDelimiter, FromServer, Frame{Kind: Heartbeat},
+			hexOf(`{"type":"heartbeat"}` + "\n")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := hx(t, tt.wire)
+			c := mustNew(t, tt.env, tt.side, 1<<16)
+			got, err := c.AppendFrame(nil, &tt.frame)
+			if err != nil {
+				t.Fatalf("AppendFrame: %v", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("AppendFrame\n got % x\nwant % x", got, want)
+			}
+			f, err := c.ReadFrame(bufio.NewReader(bytes.NewReader(want)))
+			if err != nil {
+				t.Fatalf("ReadFrame: %v", err)
+			}
+			if !sameFrame(f, tt.frame) {
+				t.Fatalf("ReadFrame = %+v, want %+v", f, tt.frame)
+			}
+		})
+	}
+}
+
+// hexOf returns s's bytes in hex, for golden bodies written as text.
+func hexOf(s string) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(s))
+	for i := 0; i < len(s); i++ {
+		out = append(out, digits[s[i]>>4], digits[s[i]&0xf])
+	}
+	return string(out)
+}

@@ -1,0 +1,250 @@
+package envelope
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// The legacy envelopes (lenprefix, delimiter) carry each frame as one JSON
+// object, the wrapper (SPEC.md section 3):
+//
+//	{"type":"request","route":"move","route_id":3001,"request_id":5,"payload":{"x":1}}
+//
+// Decoding rules, where the SPEC is silent:
+//   - keys other than type, route, route_id, request_id, code, message and
+//     payload are ignored, so that clients may add tracing fields;
+//   - a null value reads as an absent key, as encoding/json treats it,
+//     except for payload, whose null is kept as the JSON body "null";
+//   - type is a known kind's name; route, code and message are strings;
+//     route_id is an integer in 0..2^32-1 and request_id in 0..2^64-1,
+//     written without fraction, exponent or sign; anything else is
+//     bad_wrapper;
+//   - route_id 0 counts as absent, so the route is then named by route;
+//   - only the fields the frame's kind carries are kept (see Frame).
+//
+// Encoding writes the keys in the fixed order type, route, route_id,
+// request_id, code, message, payload; it omits route when empty, payload
+// when Body is empty, and a request's or notify's route_id when 0.
+
+// wrapper holds a wrapper's fields after their types were checked.
+type wrapper struct {
+	kind      Kind // 0 when "type" is absent
+	route     string
+	routeID   uint32
+	requestID uint64
+	code      string
+	message   string
+	payload   json.RawMessage // a fresh copy, owned by the caller
+}
+
+// parseWrapper checks data's JSON and the types of its known fields. The
+// payload is copied out of data (json.RawMessage does that), so data may be
+// a reused buffer.
+func parseWrapper(data []byte) (wrapper, error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil || m == nil {
+		return wrapper{}, protoErr(ReasonBadWrapper, "not a JSON object: %q", prefix(data))
+	}
+	var w wrapper
+	if s, present, ok := jsonString(m["type"]); !ok {
+		return wrapper{}, badField("type", m["type"])
+	} else if present {
+		if w.kind, ok = parseKind(s); !ok {
+			return wrapper{}, protoErr(ReasonBadWrapper, "unknown type %q", prefix([]byte(s)))
+		}
+	}
+	var ok bool
+	if w.route, _, ok = jsonString(m["route"]); !ok {
+		return wrapper{}, badField("route", m["route"])
+	}
+	if w.code, _, ok = jsonString(m["code"]); !ok {
+		return wrapper{}, badField("code", m["code"])
+	}
+	if w.message, _, ok = jsonString(m["message"]); !ok {
+		return wrapper{}, badField("message", m["message"])
+	}
+	routeID, ok := jsonUint(m["route_id"], math.MaxUint32)
+	if !ok {
+		return wrapper{}, badField("route_id", m["route_id"])
+	}
+	w.routeID = uint32(routeID)
+	if w.requestID, ok = jsonUint(m["request_id"], math.MaxUint64); !ok {
+		return wrapper{}, badField("request_id", m["request_id"])
+	}
+	w.payload = m["payload"]
+	return w, nil
+}
+
+// badField reports a wrapper field of the wrong type.
+func badField(key string, raw json.RawMessage) error {
+	return protoErr(ReasonBadWrapper, "%q has the wrong type: %q", key, prefix(raw))
+}
+
+// jsonUint decodes a raw JSON value that must be an integer in 0..limit.
+// Absent and null read as 0.
+func jsonUint(raw json.RawMessage, limit uint64) (uint64, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, true
+	}
+	// ParseUint refuses signs, fractions and exponents, which is the rule.
+	v, err := strconv.ParseUint(string(raw), 10, 64)
+	return v, err == nil && v <= limit
+}
+
+// legacyFrame turns a parsed wrapper into the Frame side may send.
+func legacyFrame(w wrapper, side Side) (Frame, error) {
+	kind := w.kind
+	if kind == 0 {
+		kind = Notify
+		if w.requestID > 0 {
+			kind = Request
+		}
+	}
+	f := Frame{Kind: kind}
+	switch kind {
+	case Request, Response:
+		f.Route, f.RouteID, f.RequestID, f.Body = w.route, w.routeID, w.requestID, nonEmpty(w.payload)
+	case Notify, Push:
+		f.Route, f.RouteID, f.Body = w.route, w.routeID, nonEmpty(w.payload)
+	case Error:
+		f.Route, f.RouteID, f.RequestID, f.Code, f.Message = w.route, w.routeID, w.requestID, w.code, w.message
+	case Notice:
+		f.Code, f.Message = w.code, w.message
+	default:
+		// Heartbeat carries nothing; parseKind admits no other kind.
+	}
+	if side == FromClient {
+		switch kind {
+		case Request, Notify, Heartbeat:
+		default:
+			return Frame{}, protoErr(ReasonBadType, "type %q from a client", kind.String())
+		}
+		// A client's request and notify must be routable and a request
+		// answerable; the gateway must not have to guess.
+		if (kind == Request || kind == Notify) && f.RouteID == 0 && f.Route == "" {
+			return Frame{}, protoErr(ReasonBadWrapper, "%s without route_id or route", kind)
+		}
+		if kind == Request && f.RequestID == 0 {
+			return Frame{}, protoErr(ReasonBadWrapper, "request without request_id")
+		}
+		return f, nil
+	}
+	switch kind {
+	case Response, Push, Error, Notice, Heartbeat:
+		return f, nil
+	default:
+		return Frame{}, protoErr(ReasonBadType, "type %q from the gateway", kind.String())
+	}
+}
+
+// nonEmpty returns nil for an empty payload, so that a decoded Body is nil
+// exactly when it has no bytes.
+func nonEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// decodeWrapper decodes one wrapper's bytes into side's Frame.
+func decodeWrapper(data []byte, side Side) (Frame, error) {
+	w, err := parseWrapper(data)
+	if err != nil {
+		return Frame{}, err
+	}
+	return legacyFrame(w, side)
+}
+
+// appendWrapper appends f's wrapper. oneLine drops the newlines a payload
+// may hold between its tokens (a valid JSON document has none inside its
+// strings), so that the delimiter envelope's frame stays one line.
+func appendWrapper(dst []byte, f *Frame, env string, oneLine bool) ([]byte, error) {
+	if err := checkWrapper(f, env); err != nil {
+		return dst, err
+	}
+	dst = slices.Grow(dst, wrapperSize(f))
+	dst = append(dst, `{"type":`...)
+	dst = appendJSONString(dst, f.Kind.String())
+	if f.Kind == Heartbeat {
+		return append(dst, '}'), nil
+	}
+	if f.Kind != Notice {
+		if f.Route != "" {
+			dst = append(dst, `,"route":`...)
+			dst = appendJSONString(dst, f.Route)
+		}
+		// Answers and pushes always say their route_id; a client's frame
+		// may name its route by route alone.
+		if f.RouteID != 0 || (f.Kind != Request && f.Kind != Notify) {
+			dst = append(dst, `,"route_id":`...)
+			dst = strconv.AppendUint(dst, uint64(f.RouteID), 10)
+		}
+	}
+	switch f.Kind {
+	case Request, Response, Error:
+		dst = append(dst, `,"request_id":`...)
+		dst = strconv.AppendUint(dst, f.RequestID, 10)
+	}
+	switch f.Kind {
+	case Error, Notice:
+		dst = append(dst, `,"code":`...)
+		dst = appendJSONString(dst, f.Code)
+		dst = append(dst, `,"message":`...)
+		dst = appendJSONString(dst, f.Message)
+	default:
+		if len(f.Body) > 0 {
+			dst = append(dst, `,"payload":`...)
+			dst = appendPayload(dst, f.Body, oneLine)
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// checkWrapper refuses a frame that the peer's decoder would reject or read
+// differently: an unknown kind, a request without request_id, a request or
+// notify without a route, a payload that is not JSON.
+func checkWrapper(f *Frame, env string) error {
+	switch f.Kind {
+	case Request, Notify:
+		if f.RouteID == 0 && f.Route == "" {
+			return invalid(env, f, "no route_id or route")
+		}
+		if f.Kind == Request && f.RequestID == 0 {
+			return invalid(env, f, "request_id 0")
+		}
+	case Response, Push, Error, Notice, Heartbeat:
+	default:
+		return invalid(env, f, "unknown kind")
+	}
+	switch f.Kind {
+	case Request, Notify, Response, Push:
+		if len(f.Body) > 0 && !json.Valid(f.Body) {
+			return invalid(env, f, "payload is not JSON: %q", prefix(f.Body))
+		}
+	}
+	return nil
+}
+
+// wrapperSize estimates appendWrapper's output so dst grows once.
+func wrapperSize(f *Frame) int {
+	const keys = len(`{"type":"","route":"","route_id":4294967295,"request_id":18446744073709551615,"code":"","message":"","payload":}`)
+	return keys + len("heartbeat") + len(f.Route) + len(f.Code) + len(f.Message) + len(f.Body)
+}
+
+// appendPayload appends a payload already checked to be valid JSON, without
+// its newlines when oneLine is set.
+func appendPayload(dst, body []byte, oneLine bool) []byte {
+	if !oneLine {
+		return append(dst, body...)
+	}
+	for {
+		i := slices.Index(body, '\n')
+		if i < 0 {
+			return append(dst, body...)
+		}
+		dst = append(dst, body[:i]...)
+		body = body[i+1:]
+	}
+}

@@ -1,0 +1,90 @@
+package envelope
+
+import (
+	"bufio"
+	"io"
+	"math"
+)
+
+// lenprefix is a legacy envelope (SPEC.md section 3): a u32 big-endian
+// length, then that many bytes of one JSON wrapper (see legacy.go).
+//
+//	+----------+----------------------+
+//	| length   | wrapper              |
+//	| u32      | JSON object          |
+//	+----------+----------------------+
+//	length = len(wrapper), 1..max_frame_bytes
+//
+// A length of 0 is too_short: there is no header, but an empty wrapper is
+// never a frame.
+
+// lenprefixCodec is the lenprefix Codec for one side.
+type lenprefixCodec struct {
+	side     Side
+	maxBytes int
+}
+
+var _ Codec = (*lenprefixCodec)(nil)
+
+// Name returns "lenprefix".
+func (c *lenprefixCodec) Name() string { return NameLenprefix }
+
+// Text reports false: lenprefix messages travel as binary WebSocket
+// messages, as SPEC.md says.
+func (c *lenprefixCodec) Text() bool { return false }
+
+// Legacy reports true: routes travel in the wrapper.
+func (c *lenprefixCodec) Legacy() bool { return true }
+
+// MaxRouteID returns the largest route_id a wrapper may hold.
+func (c *lenprefixCodec) MaxRouteID() uint32 { return math.MaxUint32 }
+
+// ReadFrame reads one length-prefixed wrapper. A wrapper that fits r's
+// buffer is parsed where it lies, with no copy; a longer one is read into a
+// buffer of exactly its length (bounded by max_frame_bytes).
+func (c *lenprefixCodec) ReadFrame(r *bufio.Reader) (Frame, error) {
+	n, err := readLength(r, 1, c.maxBytes)
+	if err != nil {
+		return Frame{}, err
+	}
+	if n <= r.Size() {
+		p, err := r.Peek(n)
+		if len(p) < n {
+			if err == io.EOF {
+				return Frame{}, protoErr(ReasonTruncated, "EOF after %d of %d wrapper bytes", len(p), n)
+			}
+			return Frame{}, err
+		}
+		f, err := decodeWrapper(p, c.side)
+		_, _ = r.Discard(n)
+		return f, err
+	}
+	buf, err := readBody(r, n)
+	if err != nil {
+		return Frame{}, err
+	}
+	return decodeWrapper(buf, c.side)
+}
+
+// DecodeMessage decodes one wrapper without its length prefix.
+func (c *lenprefixCodec) DecodeMessage(msg []byte) (Frame, error) {
+	if err := checkMessage(msg, 1, c.maxBytes); err != nil {
+		return Frame{}, err
+	}
+	return decodeWrapper(msg, c.side)
+}
+
+// AppendFrame appends the length-prefixed wrapper.
+func (c *lenprefixCodec) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
+	dst, start := beginLength(dst, wrapperSize(f))
+	out, err := c.AppendMessage(dst, f)
+	if err != nil {
+		return dst[:start], err
+	}
+	return endLength(out, start)
+}
+
+// AppendMessage appends the wrapper alone.
+func (c *lenprefixCodec) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
+	return appendWrapper(dst, f, NameLenprefix, false)
+}
