@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,14 @@ import (
 type decoder struct {
 	file string
 	errs Errors
+
+	// work counts the keys and items visited, budget bounds it. Aliases
+	// let a small file describe a huge tree (a "billion laughs"); past the
+	// budget the walk stops with one error instead of running out of time
+	// or memory. Without aliases every node is visited once, so the budget
+	// (proportional to the file's size) is never reached by a real file.
+	work, budget int
+	halted       bool
 }
 
 // where is the actor and route a node belongs to, for messages.
@@ -26,6 +35,20 @@ type where struct {
 
 func (d *decoder) errorf(line int, w where, format string, args ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Actor: w.actor, Route: w.route, Msg: fmt.Sprintf(format, args...)})
+}
+
+// spend counts one unit of work and reports whether the walk may go on.
+func (d *decoder) spend(line int) bool {
+	if d.halted {
+		return false
+	}
+	d.work++
+	if d.budget > 0 && d.work > d.budget {
+		d.halted = true
+		d.errorf(line, where{}, "the file expands to more than %d values through aliases; decoding stopped", d.budget)
+		return false
+	}
+	return true
 }
 
 // fields maps a mapping's known keys to the functions that decode their
@@ -47,47 +70,144 @@ func isNull(n *yaml.Node) bool {
 	return n == nil || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
 }
 
+// isMerge reports whether k is YAML's merge key, `<<` unquoted.
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Tag == "!!merge"
+}
+
+// pair is one key and its value, with aliases resolved.
+type pair struct{ k, v *yaml.Node }
+
+// pairs flattens mapping n: its own keys in order, then the keys merged in
+// with `<<: *base` (or `<<: [*a, *b]`) that it does not set itself, the
+// earlier of several merged mappings winning, as the YAML merge key
+// specifies. With report false it stays silent (the name pre-scans use it);
+// otherwise it reports keys that are not strings and keys written twice.
+func (d *decoder) pairs(n *yaml.Node, w where, path string, report bool, visiting map[*yaml.Node]bool) []pair {
+	if visiting[n] {
+		if report {
+			d.errorf(n.Line, w, "%s: <<: a mapping cannot merge itself", path)
+		}
+		return nil
+	}
+	visiting[n] = true
+	defer delete(visiting, n)
+
+	var out, merges []pair
+	first := make(map[string]int, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !d.spend(n.Line) {
+			return out
+		}
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		switch {
+		case k == nil || v == nil:
+			continue
+		case isMerge(k):
+			merges = append(merges, pair{k, v})
+			continue
+		case k.Kind != yaml.ScalarNode:
+			if report {
+				d.errorf(k.Line, w, "%s: keys must be strings, got %s", path, describe(k))
+			}
+			continue
+		}
+		if line, dup := first[k.Value]; dup {
+			if report {
+				d.errorf(k.Line, w, "%s: key %q appears twice (first at line %d)", path, short(k.Value), line)
+			}
+			continue
+		}
+		first[k.Value] = k.Line
+		out = append(out, pair{k, v})
+	}
+	for _, m := range merges {
+		var sources []*yaml.Node
+		switch m.v.Kind {
+		case yaml.MappingNode:
+			sources = []*yaml.Node{m.v}
+		case yaml.SequenceNode:
+			for _, s := range m.v.Content {
+				sources = append(sources, resolve(s))
+			}
+		default:
+			sources = []*yaml.Node{m.v} // reported below
+		}
+		for _, src := range sources {
+			if src == nil || src.Kind != yaml.MappingNode {
+				if report {
+					d.errorf(m.k.Line, w, "%s: <<: must be a mapping or a list of mappings, got %s", path, describe(m.v))
+				}
+				break
+			}
+			for _, p := range d.pairs(src, w, path, report, visiting) {
+				if _, set := first[p.k.Value]; !set {
+					first[p.k.Value] = p.k.Line
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // mapping decodes a YAML mapping whose keys must all be in fs. path names the
-// mapping in messages ("session", "rpc").
-func (d *decoder) mapping(n *yaml.Node, w where, path string, fs fields) bool {
+// mapping in messages ("session", "rpc"). It returns the keys given a value
+// other than null (nil when n is not a mapping), so a caller can tell a
+// required key that is missing from one whose value was wrong (and already
+// reported).
+func (d *decoder) mapping(n *yaml.Node, w where, path string, fs fields) map[string]bool {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		d.errorf(n.Line, w, "%s: must be a mapping, got %s", path, describe(n))
-		return false
+		return nil
 	}
-	seen := make(map[string]bool, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), n.Content[i+1]
-		key := k.Value
-		if k.Kind != yaml.ScalarNode {
-			d.errorf(k.Line, w, "%s: keys must be strings", path)
-			continue
+	given := make(map[string]bool, len(n.Content)/2)
+	for _, p := range d.pairs(n, w, path, true, map[*yaml.Node]bool{}) {
+		if d.halted {
+			break
 		}
-		if seen[key] {
-			d.errorf(k.Line, w, "%s: key %q appears twice", path, key)
-			continue
-		}
-		seen[key] = true
-		f, ok := fs[key]
+		f, ok := fs[p.k.Value]
 		if !ok {
-			d.errorf(k.Line, w, "%s: unknown key %q%s", path, key, suggest(key, fs))
+			d.errorf(p.k.Line, w, "%s: unknown key %q%s", path, short(p.k.Value), suggest(p.k.Value, fs))
 			continue
 		}
-		if isNull(v) {
+		if isNull(p.v) {
 			continue
 		}
-		f(resolve(v))
+		given[p.k.Value] = true
+		f(p.v)
 	}
-	return true
+	return given
+}
+
+// lookup returns the key and value of key in mapping n (merged keys
+// included), or nils, without reporting anything: the actor and route
+// decoders read their name first so that every message about their other
+// keys can carry it.
+func (d *decoder) lookup(n *yaml.Node, key string) (k, v *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for _, p := range d.pairs(n, where{}, "", false, map[*yaml.Node]bool{}) {
+		if p.k.Value == key {
+			return p.k, p.v
+		}
+	}
+	return nil, nil
 }
 
 // sequence calls f for every item of a YAML sequence.
 func (d *decoder) sequence(n *yaml.Node, w where, path string, f func(i int, item *yaml.Node)) {
+	n = resolve(n)
 	if n.Kind != yaml.SequenceNode {
 		d.errorf(n.Line, w, "%s: must be a list, got %s", path, describe(n))
 		return
 	}
 	for i, item := range n.Content {
+		if !d.spend(item.Line) {
+			return
+		}
 		f(i, resolve(item))
 	}
 }
@@ -121,6 +241,39 @@ func (d *decoder) nonEmpty(dst *string, w where, key string) func(*yaml.Node) {
 	}
 }
 
+// address decodes a listen address: host:port, where host may be empty
+// (every interface) and port may be 0 (any free port, for tests).
+func (d *decoder) address(dst *string, w where, key string) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		var v string
+		d.nonEmpty(&v, w, key)(n)
+		if v == "" {
+			return
+		}
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			d.errorf(n.Line, w, "%s: %q is not host:port (such as \"127.0.0.1:7000\" or \":7000\")", key, short(v))
+			return
+		}
+		*dst = v
+	}
+}
+
+// urlPath decodes an HTTP path, which starts with a slash.
+func (d *decoder) urlPath(dst *string, w where, key string) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		var v string
+		d.nonEmpty(&v, w, key)(n)
+		if v == "" {
+			return
+		}
+		if v[0] != '/' {
+			d.errorf(n.Line, w, "%s: %q must start with \"/\"", key, short(v))
+			return
+		}
+		*dst = v
+	}
+}
+
 func (d *decoder) boolean(dst *bool, w where, key string) func(*yaml.Node) {
 	return func(n *yaml.Node) {
 		if d.scalar(n, w, key, "true or false", "!!bool") {
@@ -138,7 +291,7 @@ func (d *decoder) int64In(dst *int64, w where, key string, lo, hi int64) func(*y
 		}
 		var v int64
 		if err := n.Decode(&v); err != nil {
-			d.errorf(n.Line, w, "%s: %q is out of range", key, n.Value)
+			d.errorf(n.Line, w, "%s: %s is out of range %s", key, short(n.Value), rangeText(lo, hi))
 			return
 		}
 		if v < lo || v > hi {
@@ -164,11 +317,11 @@ func (d *decoder) duration(dst *time.Duration, w where, key string) func(*yaml.N
 		}
 		v, err := time.ParseDuration(n.Value)
 		if err != nil {
-			d.errorf(n.Line, w, "%s: %q is not a duration such as \"15s\" or \"250ms\"", key, n.Value)
+			d.errorf(n.Line, w, "%s: %q is not a duration such as \"15s\" or \"250ms\"", key, short(n.Value))
 			return
 		}
 		if v <= 0 {
-			d.errorf(n.Line, w, "%s: must be above zero, got %q", key, n.Value)
+			d.errorf(n.Line, w, "%s: must be above zero, got %q", key, short(n.Value))
 			return
 		}
 		*dst = v
@@ -181,7 +334,7 @@ func (d *decoder) enum(dst *string, w where, key string, allowed []string) func(
 			return
 		}
 		if !slices.Contains(allowed, n.Value) {
-			d.errorf(n.Line, w, "%s: %q is not one of %s", key, n.Value, strings.Join(allowed, ", "))
+			d.errorf(n.Line, w, "%s: %q is not one of %s", key, short(n.Value), strings.Join(allowed, ", "))
 			return
 		}
 		*dst = n.Value
@@ -206,10 +359,7 @@ func describe(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		v := n.Value
-		if len(v) > 40 {
-			v = v[:40] + "..."
-		}
+		v := short(n.Value)
 		switch n.Tag {
 		case "!!str":
 			return fmt.Sprintf("the string %q", v)
@@ -223,6 +373,18 @@ func describe(n *yaml.Node) string {
 		return fmt.Sprintf("%q", v)
 	}
 	return "nothing"
+}
+
+// maxQuoted is how much of a bad value a message quotes: enough to recognise
+// it, never a whole line of garbage.
+const maxQuoted = 40
+
+// short cuts s to maxQuoted bytes for a message, marking the cut.
+func short(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	return s[:maxQuoted] + "..."
 }
 
 func rangeText(lo, hi int64) string {

@@ -69,11 +69,13 @@ func (es Errors) Sort() {
 }
 
 // RouteLabel names a route in messages: its id, and its name when it has one.
+// An id of 0 stands for none (missing, or not an integer); a bad id such as
+// -1 is shown as written so the reader can find the route.
 func RouteLabel(id int64, name string) string {
 	switch {
-	case id <= 0 && name == "":
+	case id == 0 && name == "":
 		return "route without id"
-	case id <= 0:
+	case id == 0:
 		return fmt.Sprintf("route (%s)", name)
 	case name == "":
 		return fmt.Sprintf("route %d", id)

@@ -1,12 +1,18 @@
 package config
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -26,43 +32,196 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes and validates data as the configuration file named file.
 // Relative paths inside it resolve against file's folder. It never panics.
+// The errors come sorted by line.
 func Parse(file string, data []byte) (*Config, Errors) {
-	d := &decoder{file: file}
+	d := &decoder{file: file, budget: workBudget(len(data))}
 	cfg := Default()
 	cfg.File = file
 	cfg.Dir = filepath.Dir(file)
 
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		line, msg := yamlErrorLine(err)
+	root, err := parseYAML(data)
+	switch {
+	case err != nil:
+		line, msg := yamlErrorLine(err, data)
 		d.errs = append(d.errs, &Error{File: file, Line: line, Msg: msg})
 		return &cfg, d.errs
-	}
-	if len(doc.Content) == 0 {
+	case isNull(root):
 		d.errorf(0, where{}, "the file is empty")
 		return &cfg, d.errs
 	}
-	d.root(resolve(doc.Content[0]), &cfg)
-	validate(d, &cfg)
+	// A walk stopped by the alias budget left the config half decoded:
+	// validating it would only add noise to the one error that matters.
+	// Its actors are dropped too, so that layer 2 does not merge millions
+	// of aliased routes either.
+	if d.root(resolve(root), &cfg) && !d.halted {
+		validate(d, &cfg)
+	}
+	if d.halted {
+		cfg.Actors, cfg.Network.Listeners = nil, nil
+	}
+	d.errs.Sort()
 	return &cfg, d.errs
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+// workBudget is how many keys and items a file of size n may expand to:
+// far more than a file without aliases can hold (each value takes at least
+// a few bytes), far less than a billion.
+func workBudget(n int) int { return 10_000 + 16*n }
 
-// yamlErrorLine splits yaml.v3's "yaml: line N: msg" into N and msg, so a
-// syntax error reads "file:N: yaml: msg" like every other error.
-func yamlErrorLine(err error) (int, string) {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n, "yaml: " + msg[len(m[0]):]
+// parseYAML parses data into a node tree. A configuration is exactly one
+// YAML document: a second one would be ignored by the decoder, and
+// ignoring what the operator wrote is what strict decoding exists to
+// prevent. It returns nil for a file without a document.
+func parseYAML(data []byte) (root *yaml.Node, err error) {
+	// yaml.v3 panics (rather than failing) on a few malformed inputs; a
+	// configuration error must never crash the process that reads it.
+	defer func() {
+		if r := recover(); r != nil {
+			root, err = nil, fmt.Errorf("yaml: cannot parse the file: %v", r)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
 	}
-	return 0, msg
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, err
+	default:
+		return nil, fmt.Errorf("yaml: line %d: a second YAML document: the configuration is one document (remove the extra ---)", next.Line)
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
+	}
+	return doc.Content[0], nil
 }
 
-func (d *decoder) root(n *yaml.Node, cfg *Config) {
+var (
+	yamlLine      = regexp.MustCompile(`^yaml: line (\d+): `)
+	unknownAnchor = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+)
+
+// yamlParserProblems are the messages of yaml.v3's parser, as opposed to its
+// scanner. yaml.v3 reports the line of a scanner error 1-based but the line
+// of a parser error 0-based (one too low), so the two must be told apart to
+// name the right line. The sets of messages do not overlap.
+var yamlParserProblems = []string{
+	"did not find expected <stream-start>",
+	"did not find expected <document start>",
+	"did not find expected node content",
+	"did not find expected '-' indicator",
+	"did not find expected key",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found duplicate %TAG directive",
+	"found undefined tag handle",
+}
+
+// yamlErrorLine splits yaml.v3's "yaml: line N: msg" into the 1-based line
+// and "yaml: msg", so a syntax error reads "file:N: yaml: msg" like every
+// other error. The line is 0 when the error has none.
+func yamlErrorLine(err error, data []byte) (int, string) {
+	msg := err.Error()
+	m := yamlLine.FindStringSubmatch(msg)
+	if m == nil {
+		if a := unknownAnchor.FindStringSubmatch(msg); a != nil {
+			return aliasLine(data, a[1]), msg
+		}
+		if l := badCharLine(data); l > 0 {
+			return l, msg // a reader error: a control character or bad UTF-8
+		}
+		if slices.Contains(yamlParserProblems, strings.TrimPrefix(msg, "yaml: ")) {
+			return 1, msg // both marks on the first line
+		}
+		return 0, msg
+	}
+	n, _ := strconv.Atoi(m[1])
+	rest := msg[len(m[0]):]
+	if slices.Contains(yamlParserProblems, rest) {
+		n++
+	}
+	// A problem found at the end of the input is marked on the line after
+	// the last one; name the last line instead.
+	return min(n, lineCount(data)), "yaml: " + rest
+}
+
+// lineCount is the number of lines of data as YAML counts them, the last
+// one counted whether or not it ends with a line break.
+func lineCount(data []byte) int {
+	n := lineOf(data, len(data))
+	if len(data) > 0 && lineOf(data, len(data)-1) < n {
+		n-- // data ends with a line break: no line after it
+	}
+	return n
+}
+
+// lineOf returns the 1-based line of byte offset off in data, counting the
+// line breaks YAML counts: \n, \r\n, a lone \r, NEL, LS and PS.
+func lineOf(data []byte, off int) int {
+	line := 1
+	for i := 0; i < off && i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '\n':
+			line++
+		case c == '\r':
+			if i+1 >= len(data) || data[i+1] != '\n' {
+				line++
+			}
+		case c == 0xc2 && i+1 < len(data) && data[i+1] == 0x85:
+			line++
+			i++
+		case c == 0xe2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xa8 || data[i+2] == 0xa9):
+			line++
+			i += 2
+		}
+	}
+	return line
+}
+
+// badCharLine returns the line of the first character YAML does not allow
+// in a UTF-8 file (a control character, a surrogate, or a byte that is not
+// UTF-8), or 0 when there is none: yaml.v3's reader errors have no line.
+func badCharLine(data []byte) int {
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return lineOf(data, i)
+		case r == '\t' || r == '\n' || r == '\r' || r == 0x85:
+		case r >= 0x20 && r <= 0x7e:
+		case r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd, r >= 0x10000:
+		default:
+			return lineOf(data, i)
+		}
+		i += size
+	}
+	return 0
+}
+
+// aliasLine returns the line of the first "*name" in data, or 0: yaml.v3
+// does not say where an alias to an unknown anchor is.
+func aliasLine(data []byte, name string) int {
+	i := bytes.Index(data, []byte("*"+name))
+	if i < 0 {
+		return 0
+	}
+	return lineOf(data, i)
+}
+
+// root decodes the top-level mapping. It reports false when the file is
+// not a mapping at all, so that validation does not pile on messages about
+// everything missing.
+func (d *decoder) root(n *yaml.Node, cfg *Config) bool {
 	w := where{}
-	d.mapping(n, w, "the top level", fields{
+	return nil != d.mapping(n, w, "the top level", fields{
 		"node": func(v *yaml.Node) {
 			d.mapping(v, w, "node", fields{"name": d.nonEmpty(&cfg.Node.Name, w, "node.name")})
 		},
@@ -101,7 +260,7 @@ func (d *decoder) network(n *yaml.Node, cfg *Config) {
 		"admin": func(v *yaml.Node) {
 			a := &Admin{}
 			d.mapping(v, w, "network.admin", fields{
-				"address": d.nonEmpty(&a.Address, w, "network.admin.address"),
+				"address": d.address(&a.Address, w, "network.admin.address"),
 				"pprof":   d.boolean(&a.PProf, w, "network.admin.pprof"),
 			})
 			if a.Address == "" {
@@ -109,14 +268,26 @@ func (d *decoder) network(n *yaml.Node, cfg *Config) {
 			}
 			net.Admin = a
 		},
-		"protocol": func(v *yaml.Node) { d.removedRoutes(v, "network.protocol") },
+		// network.protocol held the inline route table of earlier
+		// versions; the wire profile is now set on each listener.
+		"protocol": func(v *yaml.Node) {
+			if !d.removedRoutes(v, "network.protocol") {
+				d.errorf(v.Line, w, "network.protocol was removed: set envelope and body on each listener's protocol")
+			}
+		},
 	})
 }
 
-// removedRoutes reports the inline route table of earlier versions with a
-// message that says where routes live now.
-func (d *decoder) removedRoutes(n *yaml.Node, path string) {
-	d.errorf(n.Line, where{}, "%s.routes was removed: declare routes under each actor's rpc.routes", path)
+// removedRoutes reports the inline route table of earlier versions (a
+// "routes" key in mapping n) with a message that says where routes live
+// now. It reports whether there was one.
+func (d *decoder) removedRoutes(n *yaml.Node, path string) bool {
+	k, _ := d.lookup(n, "routes")
+	if k == nil {
+		return false
+	}
+	d.errorf(k.Line, where{}, "%s.routes was removed: declare routes under each actor's rpc.routes", path)
+	return true
 }
 
 func (d *decoder) listener(n *yaml.Node, i int) Listener {
@@ -125,11 +296,11 @@ func (d *decoder) listener(n *yaml.Node, i int) Listener {
 	w := where{}
 	path := fmt.Sprintf("network.listeners[%d]", i)
 	key := func(k string) string { return path + "." + k }
-	d.mapping(n, w, path, fields{
+	given := d.mapping(n, w, path, fields{
 		"name":              d.nonEmpty(&l.Name, w, key("name")),
-		"address":           d.nonEmpty(&l.Address, w, key("address")),
+		"address":           d.address(&l.Address, w, key("address")),
 		"transport":         d.enum(&l.Transport, w, key("transport"), transports),
-		"path":              d.nonEmpty(&l.Path, w, key("path")),
+		"path":              d.urlPath(&l.Path, w, key("path")),
 		"allowed_origins":   d.strList(&l.AllowedOrigins, w, key("allowed_origins")),
 		"handshake_timeout": d.duration(&l.HandshakeTimeout, w, key("handshake_timeout")),
 		"entry_service":     d.nonEmpty(&l.EntryService, w, key("entry_service")),
@@ -144,16 +315,37 @@ func (d *decoder) listener(n *yaml.Node, i int) Listener {
 		},
 		"protocol": func(v *yaml.Node) {
 			p := &l.Protocol
+			d.removedRoutes(v, key("protocol"))
 			d.mapping(v, w, key("protocol"), fields{
 				"envelope":        d.enum(&p.Envelope, w, key("protocol.envelope"), envelopes),
 				"body":            d.enum(&p.Body, w, key("protocol.body"), bodies),
 				"max_frame_bytes": d.intIn(&p.MaxFrameBytes, w, key("protocol.max_frame_bytes"), MinFrameBytes, MaxFrameBytes),
 				"descriptor_set":  d.nonEmpty(&p.DescriptorSet, w, key("protocol.descriptor_set")),
-				"routes":          func(v *yaml.Node) { d.removedRoutes(v, key("protocol")) },
+				"routes":          func(*yaml.Node) {}, // reported by removedRoutes, null or not
 			})
 		},
 	})
+	if given != nil {
+		d.required(given, l.Line, w, path, "name", "address", "entry_service")
+	}
 	return l
+}
+
+// required reports each of keys that a mapping (at line) did not give a
+// value, prefixed with path when there is one. A key given a bad value is
+// not reported again: decoding did.
+func (d *decoder) required(given map[string]bool, line int, w where, path string, keys ...string) {
+	if d.halted {
+		return // the walk stopped part way through the mapping
+	}
+	if path != "" {
+		path += ": "
+	}
+	for _, k := range keys {
+		if !given[k] {
+			d.errorf(line, w, "%s%s is required", path, k)
+		}
+	}
 }
 
 // The bounds of max_frame_bytes: room for the largest header (typelen's 12
@@ -167,7 +359,7 @@ const (
 func (d *decoder) session(n *yaml.Node, s *Session) {
 	w := where{}
 	const big = math.MaxInt32
-	burstSet := false
+	burstSet, burstLine := false, 0
 	d.mapping(n, w, "session", fields{
 		"idle_timeout":    d.duration(&s.IdleTimeout, w, "session.idle_timeout"),
 		"write_timeout":   d.duration(&s.WriteTimeout, w, "session.write_timeout"),
@@ -181,15 +373,21 @@ func (d *decoder) session(n *yaml.Node, s *Session) {
 				"per_second": d.intIn(&s.RateLimit.PerSecond, w, "session.rate_limit.per_second", 0, big),
 				"burst": func(v *yaml.Node) {
 					burstSet = true
-					d.intIn(&s.RateLimit.Burst, w, "session.rate_limit.burst", 1, big)(v)
+					burstLine = v.Line
+					d.intIn(&s.RateLimit.Burst, w, "session.rate_limit.burst", 0, big)(v)
 				},
 			})
 		},
 	})
-	// A per_second given without a burst gets twice its rate, as the
-	// defaults do (200 and 400), rather than the default rate's burst.
-	if !burstSet && s.RateLimit.PerSecond != DefaultRatePerSecond {
+	switch {
+	case !burstSet && s.RateLimit.PerSecond != DefaultRatePerSecond:
+		// A per_second given without a burst gets twice its rate, as the
+		// defaults do (200 and 400), rather than the default rate's burst.
 		s.RateLimit.Burst = 2 * s.RateLimit.PerSecond
+	case burstSet && s.RateLimit.Burst == 0 && s.RateLimit.PerSecond != 0:
+		// 0 means "off" for the pair; a burst of 0 under a rate would
+		// refuse every frame.
+		d.errorf(burstLine, w, "session.rate_limit.burst: 0 is allowed only with per_second 0 (no limit); per_second is %d", s.RateLimit.PerSecond)
 	}
 }
 
@@ -198,16 +396,12 @@ func (d *decoder) actor(n *yaml.Node) Actor {
 	a.Line = n.Line
 	// The actor's name is needed in every message about its keys, so read
 	// it before decoding the rest.
-	if n.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if k, v := n.Content[i], resolve(n.Content[i+1]); k.Value == "name" && v.Kind == yaml.ScalarNode {
-				a.Name = v.Value
-			}
-		}
+	if _, v := d.lookup(n, "name"); v != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
+		a.Name = v.Value
 	}
 	w := where{actor: a.Name}
 	const big = math.MaxInt32
-	d.mapping(n, w, "actor", fields{
+	given := d.mapping(n, w, "actor", fields{
 		"name": d.nonEmpty(&a.Name, w, "name"),
 		"script": func(v *yaml.Node) {
 			a.ScriptLine = v.Line
@@ -227,6 +421,13 @@ func (d *decoder) actor(n *yaml.Node) Actor {
 			})
 		},
 	})
+	if given != nil {
+		prefix := "" // the message names the actor
+		if a.Name == "" {
+			prefix = "actor"
+		}
+		d.required(given, a.Line, w, prefix, "name", "script")
+	}
 	return a
 }
 
@@ -237,20 +438,18 @@ const MaxInstances = 1024
 func (d *decoder) route(n *yaml.Node, actor string) Route {
 	r := defaultRoute()
 	r.Line = n.Line
-	if n.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], resolve(n.Content[i+1])
-			switch {
-			case k.Value == "id" && v.Tag == "!!int":
-				_ = v.Decode(&r.ID)
-			case k.Value == "name" && v.Tag == "!!str":
-				r.Name = v.Value
-			}
-		}
+	// The id and name label every message about the route's keys: read
+	// them first. The id is decoded again below, with its range check.
+	var id int64
+	if _, v := d.lookup(n, "id"); v != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!int" {
+		_ = v.Decode(&id) // out of int64: the label has no id, decoding reports it
 	}
-	w := where{actor: actor, route: r.Label()}
-	r.ID = 0 // decoded again below, with its range check
-	d.mapping(n, w, "route", fields{
+	if _, v := d.lookup(n, "name"); v != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
+		r.Name = short(v.Value)
+	}
+	w := where{actor: actor, route: RouteLabel(id, r.Name)}
+	r.Name = ""
+	given := d.mapping(n, w, "route", fields{
 		"id":             d.int64In(&r.ID, w, "id", 1, MaxRouteID),
 		"name":           d.nonEmpty(&r.Name, w, "name"),
 		"binding":        d.nonEmpty(&r.Binding, w, "binding"),
@@ -274,6 +473,9 @@ func (d *decoder) route(n *yaml.Node, actor string) Route {
 			}
 		},
 	})
+	if given != nil {
+		d.required(given, r.Line, w, "", "id", "binding") // the message names the route
+	}
 	if r.OwnerService == "" {
 		r.OwnerService = actor
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // actorName is the shape of an actor name: it is written in Lua addresses
@@ -34,14 +35,21 @@ func validate(d *decoder, cfg *Config) {
 	for i := range cfg.Network.Listeners {
 		l := &cfg.Network.Listeners[i]
 		validateListener(d, cfg, l, actors)
-		if first, dup := names[l.Name]; dup && l.Name != "" {
-			d.errorf(l.Line, where{}, "listener %q: name used twice (first at line %d)", l.Name, first)
+		if l.Name != "" {
+			if first, dup := names[l.Name]; dup {
+				d.errorf(l.Line, where{}, "listener %q: name used twice (first at line %d)", short(l.Name), first)
+			} else {
+				names[l.Name] = l.Line
+			}
 		}
-		names[l.Name] = l.Line
-		if first, dup := addrs[l.Address]; dup && l.Address != "" {
-			d.errorf(l.Line, where{}, "listener %q: address %s used twice (first at line %d)", l.Name, l.Address, first)
+		// Port 0 asks the OS for a free port: such listeners never clash.
+		if l.Address != "" && !strings.HasSuffix(l.Address, ":0") {
+			if first, dup := addrs[l.Address]; dup {
+				d.errorf(l.Line, where{}, "listener %q: address %s used twice (first at line %d)", short(l.Name), short(l.Address), first)
+			} else {
+				addrs[l.Address] = l.Line
+			}
 		}
-		addrs[l.Address] = l.Line
 	}
 	if len(cfg.Network.Listeners) == 0 {
 		d.errorf(0, where{}, "network.listeners: at least one listener is required")
@@ -51,38 +59,32 @@ func validate(d *decoder, cfg *Config) {
 	}
 }
 
+// validateActor checks what decoding one key at a time cannot: the actor's
+// name's shape and the uniqueness of its routes' ids and names. A missing
+// name, script, id or binding was reported by decoding.
 func validateActor(d *decoder, a *Actor) {
 	w := where{actor: a.Name}
-	switch {
-	case a.Name == "":
-		d.errorf(a.Line, w, "actor: name is required")
-	case !actorName.MatchString(a.Name):
-		d.errorf(a.Line, w, "actor name %q: use letters, digits, '_', '.' and '-', starting with a letter or '_'", a.Name)
-	}
-	if a.Script == "" {
-		d.errorf(a.Line, w, "script is required")
+	if a.Name != "" && !actorName.MatchString(a.Name) {
+		d.errorf(a.Line, w, "actor name %q: use letters, digits, '_', '.' and '-', starting with a letter or '_'", short(a.Name))
 	}
 	ids := map[int64]int{}
 	names := map[string]int{}
 	for i := range a.Routes {
 		r := &a.Routes[i]
 		w := where{actor: a.Name, route: r.Label()}
-		if r.ID == 0 {
-			d.errorf(r.Line, w, "id is required")
-		} else if first, dup := ids[r.ID]; dup {
-			d.errorf(r.Line, w, "id %d used twice in this actor (first at line %d)", r.ID, first)
-		} else {
-			ids[r.ID] = r.Line
+		if r.ID != 0 {
+			if first, dup := ids[r.ID]; dup {
+				d.errorf(r.Line, w, "id %d used twice in this actor (first at line %d)", r.ID, first)
+			} else {
+				ids[r.ID] = r.Line
+			}
 		}
 		if r.Name != "" {
 			if first, dup := names[r.Name]; dup {
-				d.errorf(r.Line, w, "name %q used twice in this actor (first at line %d)", r.Name, first)
+				d.errorf(r.Line, w, "name %q used twice in this actor (first at line %d)", short(r.Name), first)
 			} else {
 				names[r.Name] = r.Line
 			}
-		}
-		if r.Binding == "" {
-			d.errorf(r.Line, w, "binding is required")
 		}
 	}
 }
@@ -91,20 +93,12 @@ func validateListener(d *decoder, cfg *Config, l *Listener, actors map[string]in
 	w := where{}
 	label := "listener"
 	if l.Name != "" {
-		label = "listener " + quote(l.Name)
+		label = "listener " + quote(short(l.Name))
 	}
-	if l.Name == "" {
-		d.errorf(l.Line, w, "%s: name is required", label)
-	}
-	if l.Address == "" {
-		d.errorf(l.Line, w, "%s: address is required", label)
-	}
-	switch {
-	case l.EntryService == "":
-		d.errorf(l.Line, w, "%s: entry_service is required", label)
-	default:
+	// A missing name, address or entry_service was reported by decoding.
+	if l.EntryService != "" {
 		if _, ok := actors[l.EntryService]; !ok {
-			d.errorf(l.Line, w, "%s: entry_service %q is not an actor", label, l.EntryService)
+			d.errorf(l.Line, w, "%s: entry_service %q is not an actor", label, short(l.EntryService))
 		}
 	}
 	if l.Transport == "ws" {

@@ -7,7 +7,11 @@
 // objects), so that a later step can carry it between nodes.
 package egress
 
-import "github.com/shieldrpc/shield/codes"
+import (
+	"time"
+
+	"github.com/shieldrpc/shield/codes"
+)
 
 // ClientRef names one session at one epoch: plain data that a service may
 // store, pass to another service and use later to push. The gateway accepts
@@ -37,6 +41,11 @@ type Response struct {
 	// Notify marks the end of a notify's handler: nothing is written, but
 	// the session's max_inflight count goes down.
 	Notify bool
+	// For metrics: the service that answered, the route's name, and when
+	// the gateway received the request.
+	Service  string
+	Route    string
+	Received time.Time
 }
 
 // Push is one s2c (or bidi) frame for one or many sessions. Body is encoded
@@ -75,4 +84,23 @@ type Gateway interface {
 	// Kick closes the session with a session.kicked notice, if ref still
 	// names its current epoch.
 	Kick(ref ClientRef, reason string) error
+}
+
+// CheckRef runs SPEC §7's checks of a push target against the session it
+// names, in order, after the route's direction (checked once per push):
+// the gateway, the session, the epoch, the player. found reports whether
+// the session exists; cur is its current ref. It returns "" when the ref
+// is accepted so far (the queue is checked last, by the caller).
+func CheckRef(ref ClientRef, gateway string, found bool, cur ClientRef) codes.Code {
+	switch {
+	case ref.Gateway != gateway:
+		return codes.GatewayMismatch
+	case !found:
+		return codes.SessionNotFound
+	case ref.Epoch != cur.Epoch:
+		return codes.EpochExpired
+	case ref.PlayerID != cur.PlayerID:
+		return codes.PlayerMismatch
+	}
+	return ""
 }

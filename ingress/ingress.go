@@ -6,7 +6,11 @@
 // nodes.
 package ingress
 
-import "github.com/shieldrpc/shield/egress"
+import (
+	"time"
+
+	"github.com/shieldrpc/shield/egress"
+)
 
 // ClientContext is what the gateway vouches for about the sender of a frame.
 // Nothing in it comes from the frame's body.
@@ -28,6 +32,8 @@ type ClientIngress struct {
 	// Unwrap asks the json codec for SPEC §3's tolerance: a header-route
 	// envelope's body {"route":..,"payload":..} is unwrapped to payload.
 	Unwrap bool
+	// Received is when the gateway read the frame, for handler metrics.
+	Received time.Time
 }
 
 // Notify reports whether the frame expects no answer.

@@ -90,7 +90,8 @@ func (vm *VM) decodeRequest(in *ingress.ClientIngress, h handler) (lua.LValue, *
 func (vm *VM) respond(t *task, vals []lua.LValue, err *codes.Error) {
 	in := t.in
 	c := &in.Client
-	r := &egress.Response{SessionID: c.Ref.SessionID, RouteID: c.RouteID, RequestID: c.RequestID, Notify: in.Notify()}
+	r := &egress.Response{SessionID: c.Ref.SessionID, RouteID: c.RouteID, RequestID: c.RequestID, Notify: in.Notify(),
+		Service: vm.Service, Route: c.Route, Received: in.Received}
 	if err == nil && !r.Notify {
 		r.Body, err = vm.encodeResponse(t, in, vals)
 	}

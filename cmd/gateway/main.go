@@ -1,6 +1,7 @@
 // Command gateway runs and checks a Shield gateway.
 //
-//	gateway                  the example game: gateway check -c configs/actors.yaml (until serving lands)
+//	gateway                  serve the example game: gateway run -c configs/actors.yaml
+//	gateway run [-c FILE]    serve until SIGINT or SIGTERM, then drain
 //	gateway check [-c FILE]  validate the config, compile every VM, print the route table
 package main
 
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // defaultConfig is the example game, relative to the repository root where
@@ -21,10 +23,12 @@ func main() {
 // run dispatches a command line and returns the exit status, so that tests
 // can drive the CLI in-process.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		return check([]string{"-c", defaultConfig}, stdout, stderr)
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) {
+		return runServer(args, stdout, stderr)
 	}
 	switch args[0] {
+	case "run":
+		return runServer(args[1:], stdout, stderr)
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
@@ -37,9 +41,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  gateway                  check the example game (configs/actors.yaml)
+  gateway                  serve the example game (configs/actors.yaml)
+  gateway run [-c FILE]    serve FILE until SIGINT or SIGTERM, then drain
+      -text                log as text
   gateway check [-c FILE]  validate FILE, compile every VM, print the route table
 `)
 }

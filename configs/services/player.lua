@@ -5,7 +5,7 @@ local M = {}
 local room_of = {} -- player_id -> room name
 
 function M.init(ctx)
-  shield.log.info("player shard ready", "instance", ctx.instance)
+  shield.log.info("player shard ready")
 end
 
 -- join_room {room = "lobby"} -> {room = "lobby", members = 2}

@@ -1,0 +1,19 @@
+-- probe: a service for acceptance tests of what the example game never does.
+local M = {}
+
+-- stale {user = "x"}: binds twice, then pushes to the first (stale) ref and
+-- to the current one, and returns what each push said.
+function M.stale(ctx, client, req)
+  local ref1 = shield.client.bind(client, req.user, "probe")
+  local ref2 = shield.client.bind(ref1, req.user, "probe")
+  local ok1, code1 = shield.client_rpc.probe_push(ref1, { n = 1 })
+  local ok2, code2 = shield.client_rpc.probe_push(ref2, { n = 2 })
+  return { first = code1 or ok1, second = code2 or ok2, epoch = ref2.epoch }
+end
+
+-- echo returns its request unchanged.
+function M.echo(ctx, client, req)
+  return req
+end
+
+return M

@@ -1,0 +1,68 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/shieldrpc/shield/gateway"
+	"github.com/shieldrpc/shield/metrics"
+	"github.com/shieldrpc/shield/service"
+)
+
+// Server is a running node: the services and the gateway in front of them.
+type Server struct {
+	Report   *Report
+	Runtime  *service.Runtime
+	Gateway  *gateway.Gateway
+	Metrics  *metrics.Metrics
+	log      *slog.Logger
+	shutdown time.Duration
+}
+
+// Start compiles the config at path, starts every service (each VM's init
+// runs before anything accepts), then binds and serves every listener.
+// ctx bounds the start only.
+func Start(ctx context.Context, path string, opts Options) (*Server, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	rep, err := Compile(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	m := metrics.New()
+	rt := service.New(rep.Config, rep.VMs, service.Options{Logger: log, Metrics: m, HeapLimitBytes: rep.Config.Lua.HeapLimitBytes})
+	gw, err := gateway.New(gateway.Options{Config: rep.Config, Table: rep.Table, Services: rt, Metrics: m, Logger: log})
+	if err != nil {
+		rep.Close()
+		return nil, err
+	}
+	rt.SetGateway(gw)
+	if err := rt.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	if err := gw.Listen(); err != nil {
+		return nil, errors.Join(err, rt.Stop(ctx))
+	}
+	gw.Serve()
+	return &Server{Report: rep, Runtime: rt, Gateway: gw, Metrics: m, log: log, shutdown: rep.Config.Session.ShutdownGrace}, nil
+}
+
+// Stop drains: it stops accepting, serves live sessions until they leave
+// or the config's shutdown_grace ends (or ctx, whichever is first), closes
+// the rest with a gateway.draining notice, delivers every Disconnected, then
+// runs every VM's stop and ends the services.
+func (s *Server) Stop(ctx context.Context) error {
+	grace, cancel := context.WithTimeout(ctx, s.shutdown)
+	defer cancel()
+	s.Gateway.Shutdown(grace)
+	// Disconnected messages are on the control lanes now; stop is queued
+	// behind them, so every client_disconnected runs before stop.
+	stopCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	return s.Runtime.Stop(stopCtx)
+}

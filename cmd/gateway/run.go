@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/shieldrpc/shield/bootstrap"
+	"github.com/shieldrpc/shield/config"
+)
+
+// runServer serves the config until SIGINT or SIGTERM, then drains; a
+// second signal during the drain exits at once with status 1.
+func runServer(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("c", defaultConfig, "configuration `FILE`")
+	textLogs := fs.Bool("text", false, "log as text instead of the config's log.format")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*file)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	log := newLogger(stderr, cfg.Log, *textLogs)
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	srv, err := bootstrap.Start(startCtx, *file, bootstrap.Options{Logger: log})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	for _, l := range srv.Report.Config.Network.Listeners {
+		log.Info("listening", "listener", l.Name, "address", srv.Gateway.Addr(l.Name).String(),
+			"envelope", l.Protocol.Envelope, "body", l.Protocol.Body, "entry_service", l.EntryService)
+	}
+
+	sig := <-sigs
+	log.Info("draining", "signal", sig.String(), "shutdown_grace", srv.Report.Config.Session.ShutdownGrace.String())
+	done := make(chan error, 1)
+	go func() { done <- srv.Stop(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Error("stop", "error", err)
+		}
+		log.Info("stopped")
+		return 0
+	case sig := <-sigs:
+		log.Error("second signal during the drain; exiting now", "signal", sig.String())
+		return 1
+	}
+}
+
+func newLogger(w io.Writer, c config.Log, text bool) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if text || c.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/session"
+)
+
+// frame runs SPEC §5 on one request or notify: the rate limit, the
+// descriptor checks, max_inflight, then delivery to the target's lane.
+func (c *conn) frame(f *envelope.Frame) {
+	now := time.Now()
+	ok, flood := c.bucket.Take(now)
+	if !ok {
+		c.g.m.LimitsHit.WithLabelValues("rate_limit").Inc()
+		c.reject(f, codes.RateLimited, "over the session's rate limit", true)
+		if flood {
+			c.s.Close(session.RateLimited, &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionRateLimited),
+				Message: "over the rate limit for 10 s in a row"})
+		}
+		return
+	}
+	r := c.g.edge.Lookup(f.RouteID)
+	if f.RouteID == 0 && f.Route != "" {
+		r = c.g.edge.LookupName(f.Route)
+	}
+	b := c.s.Binding()
+	if code := ingress.Check(r, b.PlayerID != ""); code != "" {
+		c.reject(f, code, "", false)
+		return
+	}
+	if c.s.Inflight.Load() >= int32(c.g.cfg.Session.MaxInflight) {
+		c.g.m.LimitsHit.WithLabelValues("max_inflight").Inc()
+		c.reject(f, codes.Busy, "too many requests in flight (session.max_inflight)", true)
+		return
+	}
+	c.s.Inflight.Add(1)
+	in := &ingress.ClientIngress{
+		Client: ingress.ClientContext{
+			Ref:        c.s.Ref(),
+			Route:      r.Name,
+			RouteID:    r.ID,
+			RequestID:  f.RequestID,
+			RemoteAddr: c.s.RemoteAddr,
+		},
+		Body:     f.Body,
+		Codec:    c.l.cfg.Protocol.Body,
+		Unwrap:   c.l.unwrap,
+		Received: now,
+	}
+	if f.Kind == envelope.Notify {
+		in.Client.RequestID = 0
+	}
+	if err := c.g.svc.Deliver(b.Target, in); err != nil {
+		c.s.Inflight.Add(-1)
+		if err.Code == codes.Busy {
+			c.g.m.LimitsHit.WithLabelValues("mailbox").Inc()
+		}
+		c.reject(f, err.Code, err.Message, true)
+	}
+}
+
+// reject counts a frame that no service will see. With answer, a request
+// gets an error frame (a notify never does); without, the frame is only
+// dropped and logged, at most once per session, reason and second.
+func (c *conn) reject(f *envelope.Frame, code codes.Code, msg string, answer bool) {
+	c.g.m.EdgeDropped.WithLabelValues(code.Reason()).Inc()
+	if answer && f.Kind == envelope.Request {
+		e := &envelope.Frame{Kind: envelope.Error, RouteID: f.RouteID, RequestID: f.RequestID, Route: f.Route, Code: string(code), Message: msg}
+		if !c.s.Enqueue(e) {
+			c.slow()
+		}
+		return
+	}
+	if sec := time.Now().Unix(); c.warned[code] != sec {
+		c.warned[code] = sec
+		b := c.s.Binding()
+		// Never the body: it is the client's and may be anything.
+		c.g.log.Warn("frame dropped at the edge", "session_id", c.s.ID, "player_id", b.PlayerID,
+			"route_id", f.RouteID, "route", f.Route, "reason", code.Reason())
+	}
+}
+
+// slow closes a session whose queue cannot take an answer it is owed.
+func (c *conn) slow() {
+	c.g.m.LimitsHit.WithLabelValues("outbound_queue").Inc()
+	c.s.Close(session.SlowConsumer, nil)
+}

@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/session"
+)
+
+// Respond queues a request's one answer to the session that sent it,
+// whatever its epoch is now; it is dropped only when the session is gone.
+func (g *Gateway) Respond(r *egress.Response) {
+	code := "ok"
+	if r.Err != nil {
+		code = string(r.Err.Code)
+	}
+	if !r.Notify {
+		route := r.Route
+		if route == "" {
+			route = strconv.FormatUint(uint64(r.RouteID), 10)
+		}
+		g.m.Request(r.Service, route, code, time.Since(r.Received))
+	}
+	s := g.sessions.Get(r.SessionID)
+	if s == nil {
+		if !r.Notify {
+			g.m.DroppedResponses.Inc()
+		}
+		return
+	}
+	s.Inflight.Add(-1)
+	if r.Notify {
+		return
+	}
+	f := &envelope.Frame{Kind: envelope.Response, RouteID: r.RouteID, RequestID: r.RequestID, Body: r.Body}
+	if r.Err != nil {
+		f = &envelope.Frame{Kind: envelope.Error, RouteID: r.RouteID, RequestID: r.RequestID, Code: string(r.Err.Code), Message: r.Err.Message}
+	}
+	if er := g.edge.Lookup(r.RouteID); er != nil {
+		f.Route = er.Name // the legacy envelopes carry it
+	}
+	if !s.Enqueue(f) {
+		if closed, _ := s.Closed(); !closed {
+			g.m.LimitsHit.WithLabelValues("outbound_queue").Inc()
+			s.Close(session.SlowConsumer, nil)
+		}
+	}
+}
+
+// Push runs SPEC §7's checks for each target and queues one shared frame
+// to those that pass.
+func (g *Gateway) Push(p *egress.Push) []codes.Code {
+	out := make([]codes.Code, len(p.Targets))
+	r := g.edge.Lookup(p.RouteID)
+	if r == nil || !r.Direction.ToClient() {
+		for i := range out {
+			out[i] = codes.DirectionRejected
+		}
+		g.m.EgressRejected.WithLabelValues(codes.DirectionRejected.Reason()).Add(float64(len(out)))
+		return out
+	}
+	f := &envelope.Frame{Kind: envelope.Push, RouteID: p.RouteID, Route: r.Name, Body: p.Body}
+	for i, ref := range p.Targets {
+		s, code := g.check(ref)
+		if code == "" && !s.Enqueue(f) {
+			code = codes.QueueFull
+			g.m.LimitsHit.WithLabelValues("outbound_queue").Inc()
+		}
+		if code != "" {
+			out[i] = code
+			g.m.EgressRejected.WithLabelValues(code.Reason()).Inc()
+		}
+	}
+	return out
+}
+
+// check finds ref's session and checks ref against it.
+func (g *Gateway) check(ref egress.ClientRef) (*session.Session, codes.Code) {
+	s := g.sessions.Get(ref.SessionID)
+	var cur egress.ClientRef
+	found := false
+	if s != nil {
+		if closed, _ := s.Closed(); !closed {
+			found, cur = true, s.Ref()
+		}
+	}
+	return s, egress.CheckRef(ref, g.name, found, cur)
+}
+
+// Bind moves a session to a new target by compare-and-set on its epoch.
+func (g *Gateway) Bind(b *egress.BindRequest) (egress.ClientRef, error) {
+	if b.Ref.Gateway != g.name {
+		return egress.ClientRef{}, codes.New(codes.GatewayMismatch, "the client is on gateway %q, not %q", b.Ref.Gateway, g.name)
+	}
+	return g.sessions.Bind(b, g.policy)
+}
+
+// Kick closes the session ref names, with a session.kicked notice, if ref
+// still matches it.
+func (g *Gateway) Kick(ref egress.ClientRef, reason string) error {
+	s, code := g.check(ref)
+	if code != "" {
+		return codes.New(code, "cannot kick session %d", ref.SessionID)
+	}
+	s.Close(session.Kicked, session.KickNotice(reason))
+	return nil
+}

@@ -1,0 +1,82 @@
+// Package metrics defines every Prometheus metric of SPEC §9 in one place,
+// on a registry of its own so that tests and several gateways in one
+// process never collide. Labels are bounded: reasons and codes from closed
+// sets, routes and services from the descriptor, never client input.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics is the set of Shield's metrics. Its methods are safe for
+// concurrent use.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	Sessions         prometheus.Gauge
+	EdgeDropped      *prometheus.CounterVec // reason
+	ProtocolErrors   *prometheus.CounterVec // reason
+	Requests         *prometheus.CounterVec // service, route, code
+	HandlerSeconds   *prometheus.HistogramVec
+	EgressRejected   *prometheus.CounterVec // reason
+	MailboxDepth     *prometheus.GaugeVec   // service
+	SessionsClosed   *prometheus.CounterVec // reason
+	SessionsRefused  prometheus.Counter
+	VMRestarts       *prometheus.CounterVec // service
+	AcceptErrors     prometheus.Counter
+	LimitsHit        *prometheus.CounterVec // limit
+	DroppedResponses prometheus.Counter
+}
+
+// New creates the metrics on a fresh registry, with the Go runtime and
+// process collectors.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: r,
+		Sessions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "shield_sessions", Help: "Live client sessions."}),
+		EdgeDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_edge_dropped_total",
+			Help: "Client frames not delivered to a service, by reason (SPEC §5)."}, []string{"reason"}),
+		ProtocolErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_protocol_errors_total",
+			Help: "Connections closed for an envelope violation, by reason (SPEC §3)."}, []string{"reason"}),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_requests_total",
+			Help: "Answered client requests, by service, route and code (ok or the error code)."}, []string{"service", "route", "code"}),
+		HandlerSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "shield_handler_seconds",
+			Help:    "Time from delivery to a service until the answer, by service and route.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15}},
+			[]string{"service", "route"}),
+		EgressRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_egress_rejected_total",
+			Help: "Pushes refused by the gateway's egress checks, by reason (SPEC §7)."}, []string{"reason"}),
+		MailboxDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shield_mailbox_depth",
+			Help: "Messages waiting in a service's business lanes."}, []string{"service"}),
+		SessionsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_sessions_closed_total",
+			Help: "Closed sessions, by Disconnected reason (SPEC §4)."}, []string{"reason"}),
+		SessionsRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "shield_sessions_refused_total",
+			Help: "Connections closed at accept because max_sessions was reached."}),
+		VMRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_vm_restarts_total",
+			Help: "VMs replaced after a crash or the heap limit, by service."}, []string{"service"}),
+		AcceptErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "shield_accept_errors_total",
+			Help: "Temporary accept errors (such as running out of file descriptors), each followed by a back-off."}),
+		LimitsHit: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_limits_hit_total",
+			Help: "Times a configured limit bit, by limit (max_sessions, max_inflight, mailbox, outbound_queue, rate_limit, max_frame_bytes, slow_consumer)."},
+			[]string{"limit"}),
+		DroppedResponses: prometheus.NewCounter(prometheus.CounterOpts{Name: "shield_dropped_responses_total",
+			Help: "Answers dropped because their session was gone."}),
+	}
+	r.MustRegister(m.Sessions, m.EdgeDropped, m.ProtocolErrors, m.Requests, m.HandlerSeconds, m.EgressRejected,
+		m.MailboxDepth, m.SessionsClosed, m.SessionsRefused, m.VMRestarts, m.AcceptErrors, m.LimitsHit, m.DroppedResponses,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// VMRestarted counts a replaced VM (service.Metrics).
+func (m *Metrics) VMRestarted(service string) { m.VMRestarts.WithLabelValues(service).Inc() }
+
+// Request counts one answered request and observes its handler time.
+func (m *Metrics) Request(service, route, code string, d time.Duration) {
+	m.Requests.WithLabelValues(service, route, code).Inc()
+	m.HandlerSeconds.WithLabelValues(service, route).Observe(d.Seconds())
+}
