@@ -33,6 +33,9 @@ func (r *Report) Close() {
 // Options tune Compile.
 type Options struct {
 	Logger *slog.Logger // given to every VM; nil: slog.Default()
+	// Override, if set, edits the loaded config before the merge: tests
+	// and examples use it to listen on port 0.
+	Override func(*config.Config)
 }
 
 // Compile runs the three layers on the file at path. When layer 1 or 2
@@ -46,6 +49,9 @@ func Compile(path string, opts Options) (*Report, error) {
 		if !errors.As(err, &errs) || cfg == nil {
 			return nil, err
 		}
+	}
+	if opts.Override != nil {
+		opts.Override(cfg)
 	}
 	table, merrs := descriptor.Merge(cfg)
 	errs = append(errs, merrs...)
