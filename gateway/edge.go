@@ -47,7 +47,7 @@ func (c *conn) frame(f *envelope.Frame) {
 			RemoteAddr: c.s.RemoteAddr,
 		},
 		Body:     f.Body,
-		Codec:    c.l.cfg.Protocol.Body,
+		Codec:    c.l.bodyCodec,
 		Unwrap:   c.l.unwrap,
 		Received: now,
 	}

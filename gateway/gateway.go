@@ -89,7 +89,7 @@ func New(o Options) (*Gateway, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gateway: listener %q: %w", lc.Name, err)
 		}
-		g.listeners = append(g.listeners, &listener{cfg: lc, codec: codec,
+		g.listeners = append(g.listeners, &listener{cfg: lc, codec: codec, bodyCodec: BodyCodecKey(lc),
 			unwrap: !codec.Legacy() && lc.Protocol.Body == "json"})
 	}
 	return g, nil
@@ -213,8 +213,20 @@ func (g *Gateway) acceptLoop(l *listener) {
 
 // listener is one configured listener and its wire profile.
 type listener struct {
-	cfg    *config.Listener
-	ln     net.Listener
-	codec  envelope.Codec // decodes client frames; encodes the gateway's
-	unwrap bool           // header envelope + json body: SPEC §3 tolerance applies
+	cfg       *config.Listener
+	ln        net.Listener
+	codec     envelope.Codec // decodes client frames; encodes the gateway's
+	bodyCodec string         // the key services look the body codec up by
+	unwrap    bool           // header envelope + json body: SPEC §3 tolerance applies
+}
+
+// BodyCodecKey is the name under which a listener's body codec is
+// registered (codec.Register) and which its ClientIngress carries: "json"
+// and "raw" are shared; a protobuf codec belongs to its listener's
+// descriptor set, so its key is "protobuf/<listener>".
+func BodyCodecKey(l *config.Listener) string {
+	if l.Protocol.Body == "protobuf" {
+		return "protobuf/" + l.Name
+	}
+	return l.Protocol.Body
 }
