@@ -31,6 +31,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runServer(args[1:], stdout, stderr)
 	case "check":
 		return check(args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -49,5 +51,6 @@ func usage(w io.Writer) {
   gateway run [-c FILE]    serve FILE until SIGINT or SIGTERM, then drain
       -text                log as text
   gateway check [-c FILE]  validate FILE, compile every VM, print the route table
+  gateway bench [flags]    measure the gateway against a baseline echo server (-h for flags)
 `)
 }

@@ -1,0 +1,41 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestEchoBaselineRun(t *testing.T) {
+	s, err := NewEchoServer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := Run(context.Background(), Options{Addr: s.Addr(), Conns: 4, InFlight: 4, Duration: 200 * time.Millisecond,
+		Warmup: 50 * time.Millisecond, Route: 7, Body: []byte("hello")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests == 0 || r.Errors != 0 || r.Latency.Count() != r.Requests {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	h := NewHistogram()
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	for _, tc := range []struct {
+		q        float64
+		lo, high time.Duration
+	}{{0.5, 440 * time.Microsecond, 500 * time.Microsecond}, {0.99, 890 * time.Microsecond, 990 * time.Microsecond}} {
+		if got := h.Quantile(tc.q); got < tc.lo || got > tc.high {
+			t.Errorf("q%v = %v, want in [%v, %v]", tc.q, got, tc.lo, tc.high)
+		}
+	}
+	if h.Max() != time.Millisecond {
+		t.Errorf("max %v", h.Max())
+	}
+}
