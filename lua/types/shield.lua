@@ -1,0 +1,239 @@
+---@meta shield
+
+-- Shield's Lua API, for the Lua language server (LuaLS / sumneko): point the
+-- server at this folder ("workspace.library": ["lua/types"]) and editors
+-- complete and check every shield.* call in a service script.
+--
+-- This file is never loaded by Shield: the real `shield` global is built in
+-- Go (luavm/shield.go, luavm/shield_call.go, luavm/shield_client.go).
+-- luavm/annotations_test.go fails when a function the VM registers has no
+-- annotated stub here, or a stub here names a function the VM lacks.
+-- The guide is docs/lua-api.md; the contract is SPEC §8.
+
+---------------------------------------------------------------------------
+-- Values handed to a service
+---------------------------------------------------------------------------
+
+---The first argument of every handler, method and hook: who is running and
+---until when.
+---@class ShieldCtx
+---@field service string The service (actor) name, as in actors.yaml.
+---@field instance integer This VM's instance index, 0-based.
+---@field deadline integer When this run's budget ends, in unix milliseconds.
+
+---A session at one epoch, as plain data: store it, pass it to another
+---service, push to it later. Ids above 2^53 are decimal strings.
+---@class ShieldClientRef
+---@field session_id integer|string The gateway's session id.
+---@field epoch integer|string The binding's epoch; every bind increments it.
+---@field player_id? string The bound player; nil before bind.
+---@field gateway string The gateway's node name (node.name).
+
+---The trusted ClientContext of a client frame (the handler's `client`):
+---read-only, nothing in it comes from the body.
+---@class ShieldClient: ShieldClientRef
+---@field route string The route's name ("" when the route has none).
+---@field route_id integer The route id of the frame.
+---@field request_id integer|string The request id; 0 for a notify.
+---@field remote_addr string The peer's address, "ip:port".
+
+---@alias ClientContext ShieldClient
+
+---An error raised by a shield.* function or by shield.error: a table with a
+---__tostring that prints "code: message", so pcall can inspect it.
+---@class ShieldError
+---@field code string A client_rpc.* code, or a business code such as "shop.sold_out".
+---@field message string A human-readable message ("" when none was given).
+
+---Where shield.call and shield.send go: a service name, or a service and a
+---shard key for a service with instances > 1 (the VM is fnv1a64(key) % instances).
+---@alias ShieldAddress string|{service: string, key?: string}
+
+---One push target, or an array of them (the body is encoded once).
+---@alias ShieldPushTarget ShieldClient|ShieldClientRef|(ShieldClient|ShieldClientRef)[]
+
+---Why a session closed, as client_disconnected receives it.
+---@alias ShieldDisconnectReason
+---| "closed"
+---| "kicked"
+---| "idle_timeout"
+---| "protocol_error"
+---| "write_failed"
+---| "slow_consumer"
+---| "rate_limited"
+---| "draining"
+
+---The sentinel that JSON null decodes to and that encodes as null.
+---@class ShieldNull: userdata
+
+---A c2s or bidi handler: its first result is the response body; returning
+---nothing sends an empty body.
+---@alias ShieldHandler fun(ctx: ShieldCtx, client: ShieldClient, req: any): any
+
+---The table a service script returns. Route bindings and shield.call
+---methods are its other functions: a handler is
+---`fun(ctx, client, req)`, a method `fun(ctx, ...)`.
+---@class ShieldModule
+---@field init? fun(ctx: ShieldCtx) Runs once per VM before serving; raising fails the start.
+---@field stop? fun(ctx: ShieldCtx) Runs once per VM at shutdown.
+---@field client_disconnected? fun(ctx: ShieldCtx, client: ShieldClientRef, reason: ShieldDisconnectReason) Runs when a session bound to this VM closes.
+---@field [string] function Handlers (ShieldHandler) and methods for shield.call/send.
+
+---------------------------------------------------------------------------
+-- The shield module: a global in every VM, and require("shield")
+---------------------------------------------------------------------------
+
+---The Shield API (SPEC §8).
+---@class shield
+shield = {}
+
+---Calls `method` of another service (or this one) and waits for its results; only this coroutine suspends.
+---Raises a ShieldError: client_rpc.timeout, client_rpc.unavailable,
+---client_rpc.busy, the callee's business error, or client_rpc.handler_failed.
+---@param addr ShieldAddress The service name, or {service = name, key = shard key}.
+---@param method string A function of the callee's module, called as fn(ctx, ...).
+---@param ... any Arguments, copied as plain data (no functions or coroutines).
+---@return any ... The callee's return values.
+function shield.call(addr, method, ...) end
+
+---Sends a message to `method` of a service without waiting; the result is lost.
+---@param addr ShieldAddress The service name, or {service = name, key = shard key}.
+---@param method string A function of the callee's module, called as fn(ctx, ...).
+---@param ... any Arguments, copied as plain data.
+---@return true|nil ok true when the message was queued.
+---@return string? code client_rpc.unavailable or client_rpc.busy when it was not.
+function shield.send(addr, method, ...) end
+
+---Suspends the calling coroutine for `ms` milliseconds; the VM serves other messages meanwhile.
+---Raises client_rpc.busy past max_pending; the handler's budget keeps running.
+---@param ms number Milliseconds to wait (negative counts as 0).
+function shield.sleep(ms) end
+
+---Runs `fn` once, after `ms` milliseconds, as a message of its own with a fresh handler_timeout budget.
+---Raises client_rpc.busy past max_pending.
+---@param ms number Milliseconds to wait.
+---@param fn fun() The callback; it gets no arguments.
+---@return integer id The timer's id, for shield.cancel.
+function shield.timeout(ms, fn) end
+
+---Cancels a shield.timeout that has not fired yet.
+---@param id integer An id returned by shield.timeout.
+---@return boolean cancelled true when the timer was still pending.
+function shield.cancel(id) end
+
+---Returns the wall-clock time in unix milliseconds.
+---@return integer ms
+function shield.now() end
+
+---Returns this VM's service name and instance index (0-based).
+---@return string service
+---@return integer instance
+function shield.self() end
+
+---Raises a business error {code, message}: a request's client gets this code and message on its error frame.
+---The code must match ^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$ outside client_rpc., session. and gateway.;
+---any other code raises a plain error instead (the client sees client_rpc.handler_failed).
+---@param code string A business code, e.g. "shop.sold_out".
+---@param message? string A message for the client ("" when absent).
+function shield.error(code, message) end
+
+---Marks `t` (or a new empty table) as a JSON array, so it encodes as [] even when empty.
+---Raises when `t` already has another metatable.
+---@generic T: table
+---@param t? T The table to mark; a new one when absent.
+---@return T t The same table.
+function shield.array(t) end
+
+---The sentinel for JSON null: null inside a decoded array or object, and encoded as null.
+---Compare with `v == shield.null`; tostring gives "null".
+---@type ShieldNull
+shield.null = nil
+
+---------------------------------------------------------------------------
+-- shield.log: structured logs (slog) carrying service and instance
+---------------------------------------------------------------------------
+
+---Structured logging at the levels of `log.level`.
+---@class shield.log
+shield.log = {}
+
+---Logs `msg` at debug level with key/value pairs (tables are logged as JSON).
+---@param msg string The message.
+---@param ... any Alternating keys and values: "player_id", id, "room", room.
+function shield.log.debug(msg, ...) end
+
+---Logs `msg` at info level with key/value pairs (tables are logged as JSON).
+---@param msg string The message.
+---@param ... any Alternating keys and values.
+function shield.log.info(msg, ...) end
+
+---Logs `msg` at warn level with key/value pairs (tables are logged as JSON).
+---@param msg string The message.
+---@param ... any Alternating keys and values.
+function shield.log.warn(msg, ...) end
+
+---Logs `msg` at error level with key/value pairs (tables are logged as JSON).
+---@param msg string The message.
+---@param ... any Alternating keys and values.
+function shield.log.error(msg, ...) end
+
+---------------------------------------------------------------------------
+-- shield.json: the JSON <-> Lua mapping of SPEC §8
+---------------------------------------------------------------------------
+
+---JSON text to and from Lua values, with the same mapping as request and response bodies.
+---@class shield.json
+shield.json = {}
+
+---Encodes a value as compact JSON with sorted keys; raises (a plain error) for functions, userdata, NaN, invalid UTF-8 or cycles.
+---@param value any A table, string, number, boolean, nil or shield.null.
+---@return string json
+function shield.json.encode(value) end
+
+---Decodes one JSON value: objects to tables, arrays to marked sequences, null to shield.null, integers above 2^53 to strings.
+---Raises a plain error for invalid JSON.
+---@param json string The JSON text.
+---@return any value
+function shield.json.decode(json) end
+
+---------------------------------------------------------------------------
+-- shield.client: session operations (through the gateway)
+---------------------------------------------------------------------------
+
+---Session operations on a ClientContext or ClientRef.
+---@class shield.client
+shield.client = {}
+
+---Returns a ClientRef (session_id, epoch, player_id, gateway): plain data to store and pass on.
+---@param client ShieldClient|ShieldClientRef The handler's client, or a ref.
+---@return ShieldClientRef ref
+function shield.client.ref(client) end
+
+---Binds the session to `player_id` and the service `target` by compare-and-set on the epoch; returns the new ref.
+---Raises client_rpc.epoch_expired, client_rpc.not_target, client_rpc.player_online,
+---client_rpc.session_not_found, client_rpc.gateway_mismatch or client_rpc.unavailable.
+---@param client ShieldClient|ShieldClientRef The session, at the epoch the caller saw.
+---@param player_id string The player to bind (non-empty); with instances > 1 it picks the VM.
+---@param target string The service that receives the session's frames from now on.
+---@return ShieldClientRef ref The session at its new epoch.
+function shield.client.bind(client, player_id, target) end
+
+---Closes the session with a session.kicked notice whose message is `reason`, if the ref is still current.
+---@param client ShieldClient|ShieldClientRef The session to close.
+---@param reason? string The notice's message ("kicked" when absent).
+---@return true|nil ok true when the session was closed.
+---@return string? code Why not: client_rpc.epoch_expired, client_rpc.session_not_found, ...
+function shield.client.kick(client, reason) end
+
+---------------------------------------------------------------------------
+-- shield.client_rpc: one push helper per s2c/bidi route this service owns
+---------------------------------------------------------------------------
+
+---Push helpers, named by the bindings of the s2c and bidi routes whose owner
+---is this service: shield.client_rpc.<binding>(target, body).
+---For one target: true, or nil and a code. For an array: the number accepted,
+---and a table mapping each rejected index (1-based) to its code.
+---@type table<string, fun(target: ShieldClient|ShieldClientRef|(ShieldClient|ShieldClientRef)[], body: any): (true|integer|nil), (string|table<integer, string>|nil)>
+shield.client_rpc = {}
+
+return shield
