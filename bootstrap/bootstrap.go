@@ -72,6 +72,8 @@ func Compile(path string, opts Options) (*Report, error) {
 				ConfigFile:     cfg.File,
 				Routes:         owned,
 				MaxStringBytes: cfg.Lua.MaxStringBytes,
+				HandlerTimeout: a.HandlerTimeout,
+				MaxPending:     a.MaxPending,
 				Logger:         opts.Logger,
 			})
 			if err != nil {

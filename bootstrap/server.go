@@ -7,17 +7,20 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shieldrpc/shield/admin"
 	"github.com/shieldrpc/shield/gateway"
 	"github.com/shieldrpc/shield/metrics"
 	"github.com/shieldrpc/shield/service"
 )
 
-// Server is a running node: the services and the gateway in front of them.
+// Server is a running node: the services, the gateway in front of them,
+// and the admin server beside them.
 type Server struct {
 	Report   *Report
 	Runtime  *service.Runtime
 	Gateway  *gateway.Gateway
 	Metrics  *metrics.Metrics
+	Admin    *admin.Server // nil without network.admin
 	log      *slog.Logger
 	shutdown time.Duration
 }
@@ -36,20 +39,43 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 	}
 	m := metrics.New()
 	rt := service.New(rep.Config, rep.VMs, service.Options{Logger: log, Metrics: m, HeapLimitBytes: rep.Config.Lua.HeapLimitBytes})
+	m.WatchMailboxes(rt.Services(), rt.MailboxDepth)
 	gw, err := gateway.New(gateway.Options{Config: rep.Config, Table: rep.Table, Services: rt, Metrics: m, Logger: log})
 	if err != nil {
 		rep.Close()
 		return nil, err
 	}
 	rt.SetGateway(gw)
+	s := &Server{Report: rep, Runtime: rt, Gateway: gw, Metrics: m, log: log, shutdown: rep.Config.Session.ShutdownGrace}
+	// The admin server comes first so that /healthz answers, and /readyz
+	// says "not ready", while the VMs' init runs.
+	if a := rep.Config.Network.Admin; a != nil {
+		if s.Admin, err = admin.New(a.Address, m.Registry, a.PProf); err != nil {
+			rep.Close()
+			return nil, fmt.Errorf("admin: %w", err)
+		}
+	}
 	if err := rt.Start(ctx); err != nil {
+		s.closeAdmin()
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	if err := gw.Listen(); err != nil {
+		s.closeAdmin()
 		return nil, errors.Join(err, rt.Stop(ctx))
 	}
 	gw.Serve()
-	return &Server{Report: rep, Runtime: rt, Gateway: gw, Metrics: m, log: log, shutdown: rep.Config.Session.ShutdownGrace}, nil
+	if s.Admin != nil {
+		s.Admin.SetReady(true)
+	}
+	return s, nil
+}
+
+func (s *Server) closeAdmin() {
+	if s.Admin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Admin.Close(ctx)
+	}
 }
 
 // Stop drains: it stops accepting, serves live sessions until they leave
@@ -57,6 +83,9 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 // the rest with a gateway.draining notice, delivers every Disconnected, then
 // runs every VM's stop and ends the services.
 func (s *Server) Stop(ctx context.Context) error {
+	if s.Admin != nil {
+		s.Admin.SetReady(false)
+	}
 	grace, cancel := context.WithTimeout(ctx, s.shutdown)
 	defer cancel()
 	s.Gateway.Shutdown(grace)
@@ -64,5 +93,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	// behind them, so every client_disconnected runs before stop.
 	stopCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel2()
-	return s.Runtime.Stop(stopCtx)
+	err := s.Runtime.Stop(stopCtx)
+	s.closeAdmin()
+	return err
 }

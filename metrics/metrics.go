@@ -22,7 +22,6 @@ type Metrics struct {
 	Requests         *prometheus.CounterVec // service, route, code
 	HandlerSeconds   *prometheus.HistogramVec
 	EgressRejected   *prometheus.CounterVec // reason
-	MailboxDepth     *prometheus.GaugeVec   // service
 	SessionsClosed   *prometheus.CounterVec // reason
 	SessionsRefused  prometheus.Counter
 	VMRestarts       *prometheus.CounterVec // service
@@ -50,8 +49,6 @@ func New() *Metrics {
 			[]string{"service", "route"}),
 		EgressRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_egress_rejected_total",
 			Help: "Pushes refused by the gateway's egress checks, by reason (SPEC §7)."}, []string{"reason"}),
-		MailboxDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shield_mailbox_depth",
-			Help: "Messages waiting in a service's business lanes."}, []string{"service"}),
 		SessionsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_sessions_closed_total",
 			Help: "Closed sessions, by Disconnected reason (SPEC §4)."}, []string{"reason"}),
 		SessionsRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "shield_sessions_refused_total",
@@ -67,9 +64,21 @@ func New() *Metrics {
 			Help: "Answers dropped because their session was gone."}),
 	}
 	r.MustRegister(m.Sessions, m.EdgeDropped, m.ProtocolErrors, m.Requests, m.HandlerSeconds, m.EgressRejected,
-		m.MailboxDepth, m.SessionsClosed, m.SessionsRefused, m.VMRestarts, m.AcceptErrors, m.LimitsHit, m.DroppedResponses,
+		m.SessionsClosed, m.SessionsRefused, m.VMRestarts, m.AcceptErrors, m.LimitsHit, m.DroppedResponses,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// WatchMailboxes exports shield_mailbox_depth{service}, read from depth at
+// each scrape rather than updated per message.
+func (m *Metrics) WatchMailboxes(services []string, depth func(service string) int) {
+	for _, svc := range services {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "shield_mailbox_depth",
+			Help:        "Messages waiting in a service's business lanes.",
+			ConstLabels: prometheus.Labels{"service": svc},
+		}, func() float64 { return float64(depth(svc)) }))
+	}
 }
 
 // VMRestarted counts a replaced VM (service.Metrics).
