@@ -20,12 +20,12 @@ import (
 
 // Route ids of the example game (configs/actors.yaml) and of the probe.
 const (
-	routeLogin    = 1001
-	routeMove     = 2001
-	routeJoinRoom = 2002
-	routePosition = 2101
-	routeStale    = 9001
-	routeEcho     = 9002
+	routeLogin     = 1001
+	routeMove      = 2001
+	routeJoinRoom  = 2002
+	routePosition  = 2101
+	routeStale     = 9001
+	routeEcho      = 9002
 	routeProbePush = 9101
 )
 

@@ -38,7 +38,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer rep.Close()
-	printTable(stdout, rep.Table)
+	printTable(stdout, rep.Config, rep.Table)
 	vms := 0
 	for _, v := range rep.VMs {
 		vms += len(v)
@@ -47,15 +47,59 @@ func check(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func printTable(w io.Writer, t *descriptor.Table) {
+// printTable prints the descriptor table, one route a line, with the body
+// codec a request is decoded with and the schema (a JSON Schema name or a
+// protobuf message) it is checked against.
+func printTable(w io.Writer, cfg *config.Config, t *descriptor.Table) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tDIRECTION\tOWNER\tBINDING\tREQUIRES_AUTH\tACTION")
+	fmt.Fprintln(tw, "ID\tNAME\tDIRECTION\tOWNER\tBINDING\tREQUIRES_AUTH\tACTION\tCODEC\tSCHEMA")
 	for _, r := range t.Routes() {
-		name := r.Name
-		if name == "" {
-			name = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%t\t%s\n", r.ID, name, r.Direction, r.Owner, r.Binding, r.RequiresAuth, r.Action)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\n", r.ID, dash(r.Name), r.Direction, r.Owner, r.Binding,
+			r.RequiresAuth, r.Action, routeCodec(cfg, &r), dash(routeSchema(cfg, &r)))
 	}
 	tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// routeCodec is how a request on r reaches its handler: the listeners' body
+// codecs, or raw when the route asks for the bytes.
+func routeCodec(cfg *config.Config, r *descriptor.Route) string {
+	if r.Action == config.ForwardRaw || (r.RequestCodec != "" && r.RequestCodec != "json") {
+		return "raw"
+	}
+	seen := map[string]bool{}
+	out := ""
+	for _, l := range cfg.Network.Listeners {
+		if b := l.Protocol.Body; !seen[b] {
+			seen[b] = true
+			if out != "" {
+				out += ","
+			}
+			out += b
+		}
+	}
+	return out
+}
+
+// routeSchema is the schema type name of SPEC §2: request_schema, else the
+// route's name; shown only when something checks it (schemas_dir or a
+// protobuf listener).
+func routeSchema(cfg *config.Config, r *descriptor.Route) string {
+	checked := cfg.Network.SchemasDir != ""
+	for _, l := range cfg.Network.Listeners {
+		checked = checked || l.Protocol.Body == "protobuf"
+	}
+	if !checked {
+		return ""
+	}
+	if r.RequestSchema != "" {
+		return r.RequestSchema
+	}
+	return r.Name
 }

@@ -33,6 +33,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return check(args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
+	case "call":
+		return callCmd(args[1:], stdout, stderr)
+	case "routes":
+		return routesCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -51,6 +55,9 @@ func usage(w io.Writer) {
   gateway run [-c FILE]    serve FILE until SIGINT or SIGTERM, then drain
       -text                log as text
   gateway check [-c FILE]  validate FILE, compile every VM, print the route table
+  gateway routes [-c FILE] print the route table with codecs (no VM is spawned)
+  gateway call [-addr HOST:PORT] [-envelope idlen] ROUTE_NAME_OR_ID JSON [ROUTE JSON ...]
+                           make requests on one connection; print answers, pushes and notices
   gateway bench [flags]    measure the gateway against a baseline echo server (-h for flags)
 `)
 }

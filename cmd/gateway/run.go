@@ -48,6 +48,10 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 			"envelope", l.Protocol.Envelope, "body", l.Protocol.Body, "entry_service", l.EntryService)
 	}
 
+	if srv.Admin != nil {
+		log.Info("admin listening", "address", srv.Admin.Addr())
+	}
+
 	sig := <-sigs
 	log.Info("draining", "signal", sig.String(), "shutdown_grace", srv.Report.Config.Session.ShutdownGrace.String())
 	done := make(chan error, 1)
