@@ -116,7 +116,8 @@ func (c *conn) readError(err error) (session.Reason, *envelope.Frame) {
 		if pe.Reason == envelope.ReasonTooLarge {
 			c.g.m.LimitsHit.WithLabelValues("max_frame_bytes").Inc()
 		}
-		c.g.log.Warn("protocol error; closing", "session_id", c.s.ID, "remote", c.s.RemoteAddr, "reason", string(pe.Reason), "detail", pe.Detail)
+		c.g.log.Warn("protocol error; closing", "session_id", c.s.ID, "player_id", c.s.Binding().PlayerID,
+			"remote", c.s.RemoteAddr, "reason", string(pe.Reason), "detail", pe.Detail)
 		return session.ProtocolError, nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		if closed, _ := c.s.Closed(); closed {
