@@ -1,0 +1,6 @@
+//go:build !race
+
+package strlib
+
+// raceEnabled lets slow tests shrink their tables under -race.
+const raceEnabled = false
