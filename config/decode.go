@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,14 +28,27 @@ type decoder struct {
 	halted       bool
 }
 
-// where is the actor and route a node belongs to, for messages.
+// where is the actor and route a node belongs to, for messages. The
+// route's label is built only when a message needs it: a config may hold
+// tens of thousands of routes and no error.
 type where struct {
-	actor string
-	route string
+	actor     string
+	isRoute   bool
+	routeID   int64
+	routeName string
+}
+
+// routeWhere is where a route of actor is.
+func routeWhere(actor string, id int64, name string) where {
+	return where{actor: actor, isRoute: true, routeID: id, routeName: name}
 }
 
 func (d *decoder) errorf(line int, w where, format string, args ...any) {
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Actor: w.actor, Route: w.route, Msg: fmt.Sprintf(format, args...)})
+	e := &Error{File: d.file, Line: line, Actor: w.actor, Msg: fmt.Sprintf(format, args...)}
+	if w.isRoute {
+		e.Route = RouteLabel(w.routeID, w.routeName)
+	}
+	d.errs = append(d.errs, e)
 }
 
 // spend counts one unit of work and reports whether the walk may go on.
@@ -90,11 +104,10 @@ func (d *decoder) pairs(n *yaml.Node, w where, path string, report bool, visitin
 		}
 		return nil
 	}
-	visiting[n] = true
-	defer delete(visiting, n)
 
-	var out, merges []pair
-	first := make(map[string]int, len(n.Content)/2)
+	out := make([]pair, 0, len(n.Content)/2)
+	var merges []pair
+	first := keySet{list: make([]*yaml.Node, 0, min(len(n.Content)/2, smallKeys))}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if !d.spend(n.Line) {
 			return out
@@ -112,15 +125,25 @@ func (d *decoder) pairs(n *yaml.Node, w where, path string, report bool, visitin
 			}
 			continue
 		}
-		if line, dup := first[k.Value]; dup {
+		if prev := first.get(k.Value); prev != nil {
 			if report {
-				d.errorf(k.Line, w, "%s: key %q appears twice (first at line %d)", path, short(k.Value), line)
+				d.errorf(k.Line, w, "%s: key %q appears twice (first at line %d)", path, short(k.Value), prev.Line)
 			}
 			continue
 		}
-		first[k.Value] = k.Line
+		first.add(k)
 		out = append(out, pair{k, v})
 	}
+	if len(merges) == 0 {
+		return out
+	}
+	// Merged mappings may merge others in turn: visiting holds the chain,
+	// so that one that merges itself (through aliases) ends the recursion.
+	if visiting == nil {
+		visiting = map[*yaml.Node]bool{}
+	}
+	visiting[n] = true
+	defer delete(visiting, n)
 	for _, m := range merges {
 		var sources []*yaml.Node
 		switch m.v.Kind {
@@ -141,8 +164,8 @@ func (d *decoder) pairs(n *yaml.Node, w where, path string, report bool, visitin
 				break
 			}
 			for _, p := range d.pairs(src, w, path, report, visiting) {
-				if _, set := first[p.k.Value]; !set {
-					first[p.k.Value] = p.k.Line
+				if first.get(p.k.Value) == nil {
+					first.add(p.k)
 					out = append(out, p)
 				}
 			}
@@ -151,19 +174,62 @@ func (d *decoder) pairs(n *yaml.Node, w where, path string, report bool, visitin
 	return out
 }
 
+// keySet records the keys of one mapping seen so far. A mapping holds a
+// dozen keys, so a slice scanned in order is cheaper than a map (a config
+// may hold tens of thousands of routes, each a mapping); past smallKeys
+// keys (a file that is mostly mistakes, or a fuzzer's) a map takes over so
+// the check never turns quadratic.
+type keySet struct {
+	list  []*yaml.Node
+	byKey map[string]*yaml.Node
+}
+
+const smallKeys = 16
+
+// get returns the first key node with k's value, or nil.
+func (ks *keySet) get(k string) *yaml.Node {
+	if ks.byKey != nil {
+		return ks.byKey[k]
+	}
+	for _, n := range ks.list {
+		if n.Value == k {
+			return n
+		}
+	}
+	return nil
+}
+
+func (ks *keySet) add(k *yaml.Node) {
+	switch {
+	case ks.byKey != nil:
+		ks.byKey[k.Value] = k
+	case len(ks.list) < smallKeys:
+		ks.list = append(ks.list, k)
+	default:
+		ks.byKey = make(map[string]*yaml.Node, 2*smallKeys)
+		for _, n := range ks.list {
+			ks.byKey[n.Value] = n
+		}
+		ks.byKey[k.Value] = k
+	}
+}
+
+// has reports whether the set holds key.
+func (ks *keySet) has(key string) bool { return ks.get(key) != nil }
+
 // mapping decodes a YAML mapping whose keys must all be in fs. path names the
 // mapping in messages ("session", "rpc"). It returns the keys given a value
 // other than null (nil when n is not a mapping), so a caller can tell a
 // required key that is missing from one whose value was wrong (and already
 // reported).
-func (d *decoder) mapping(n *yaml.Node, w where, path string, fs fields) map[string]bool {
+func (d *decoder) mapping(n *yaml.Node, w where, path string, fs fields) *keySet {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		d.errorf(n.Line, w, "%s: must be a mapping, got %s", path, describe(n))
 		return nil
 	}
-	given := make(map[string]bool, len(n.Content)/2)
-	for _, p := range d.pairs(n, w, path, true, map[*yaml.Node]bool{}) {
+	given := &keySet{list: make([]*yaml.Node, 0, min(len(n.Content)/2, smallKeys))}
+	for _, p := range d.pairs(n, w, path, true, nil) {
 		if d.halted {
 			break
 		}
@@ -175,7 +241,7 @@ func (d *decoder) mapping(n *yaml.Node, w where, path string, fs fields) map[str
 		if isNull(p.v) {
 			continue
 		}
-		given[p.k.Value] = true
+		given.add(p.k)
 		f(p.v)
 	}
 	return given
@@ -189,7 +255,20 @@ func (d *decoder) lookup(n *yaml.Node, key string) (k, v *yaml.Node) {
 	if n.Kind != yaml.MappingNode {
 		return nil, nil
 	}
-	for _, p := range d.pairs(n, where{}, "", false, map[*yaml.Node]bool{}) {
+	// The common case, a key written in the mapping itself, needs no
+	// flattening: a key written there wins over any merged one.
+	merges := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolve(n.Content[i])
+		if k.Kind == yaml.ScalarNode && k.Value == key && !isMerge(k) {
+			return k, resolve(n.Content[i+1])
+		}
+		merges = merges || isMerge(k)
+	}
+	if !merges {
+		return nil, nil
+	}
+	for _, p := range d.pairs(n, where{}, "", false, nil) {
 		if p.k.Value == key {
 			return p.k, p.v
 		}
@@ -276,8 +355,16 @@ func (d *decoder) urlPath(dst *string, w where, key string) func(*yaml.Node) {
 
 func (d *decoder) boolean(dst *bool, w where, key string) func(*yaml.Node) {
 	return func(n *yaml.Node) {
-		if d.scalar(n, w, key, "true or false", "!!bool") {
-			_ = n.Decode(dst) // cannot fail: the tag is !!bool
+		if !d.scalar(n, w, key, "true or false", "!!bool") {
+			return
+		}
+		switch n.Value {
+		case "true":
+			*dst = true
+		case "false":
+			*dst = false
+		default:
+			_ = n.Decode(dst) // True, FALSE, ...: cannot fail, the tag is !!bool
 		}
 	}
 }
@@ -289,8 +376,8 @@ func (d *decoder) int64In(dst *int64, w where, key string, lo, hi int64) func(*y
 		if !d.scalar(n, w, key, "an integer", "!!int") {
 			return
 		}
-		var v int64
-		if err := n.Decode(&v); err != nil {
+		v, err := intValue(n)
+		if err != nil {
 			d.errorf(n.Line, w, "%s: %s is out of range %s", key, short(n.Value), rangeText(lo, hi))
 			return
 		}
@@ -300,6 +387,19 @@ func (d *decoder) int64In(dst *int64, w where, key string, lo, hi int64) func(*y
 		}
 		*dst = v
 	}
+}
+
+// intValue returns the value of an !!int scalar. strconv reads every plain
+// decimal, hex, octal and binary integer exactly as yaml.v3 does, without
+// the decoder yaml.v3 builds for each Node.Decode; the rest (such as
+// "1__000", whose underscores YAML drops) goes through yaml.v3.
+func intValue(n *yaml.Node) (int64, error) {
+	if v, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
+		return v, nil
+	}
+	var v int64
+	err := n.Decode(&v)
+	return v, err
 }
 
 func (d *decoder) intIn(dst *int, w where, key string, lo, hi int64) func(*yaml.Node) {

@@ -221,7 +221,7 @@ func aliasLine(data []byte, name string) int {
 // everything missing.
 func (d *decoder) root(n *yaml.Node, cfg *Config) bool {
 	w := where{}
-	return nil != d.mapping(n, w, "the top level", fields{
+	return d.mapping(n, w, "the top level", fields{
 		"node": func(v *yaml.Node) {
 			d.mapping(v, w, "node", fields{"name": d.nonEmpty(&cfg.Node.Name, w, "node.name")})
 		},
@@ -244,7 +244,7 @@ func (d *decoder) root(n *yaml.Node, cfg *Config) bool {
 				cfg.Actors = append(cfg.Actors, d.actor(item))
 			})
 		},
-	})
+	}) != nil
 }
 
 func (d *decoder) network(n *yaml.Node, cfg *Config) {
@@ -259,11 +259,11 @@ func (d *decoder) network(n *yaml.Node, cfg *Config) {
 		"schemas_dir": d.nonEmpty(&net.SchemasDir, w, "network.schemas_dir"),
 		"admin": func(v *yaml.Node) {
 			a := &Admin{}
-			d.mapping(v, w, "network.admin", fields{
+			given := d.mapping(v, w, "network.admin", fields{
 				"address": d.address(&a.Address, w, "network.admin.address"),
 				"pprof":   d.boolean(&a.PProf, w, "network.admin.pprof"),
 			})
-			if a.Address == "" {
+			if given != nil && !given.has("address") && !d.halted {
 				d.errorf(v.Line, w, "network.admin.address: required when admin is set")
 			}
 			net.Admin = a
@@ -306,11 +306,14 @@ func (d *decoder) listener(n *yaml.Node, i int) Listener {
 		"entry_service":     d.nonEmpty(&l.EntryService, w, key("entry_service")),
 		"tls": func(v *yaml.Node) {
 			t := &TLS{}
-			d.mapping(v, w, key("tls"), fields{
+			given := d.mapping(v, w, key("tls"), fields{
 				"cert_file":      d.nonEmpty(&t.CertFile, w, key("tls.cert_file")),
 				"key_file":       d.nonEmpty(&t.KeyFile, w, key("tls.key_file")),
 				"client_ca_file": d.str(&t.ClientCAFile, w, key("tls.client_ca_file")),
 			})
+			if given != nil {
+				d.required(given, v.Line, w, key("tls"), "cert_file", "key_file")
+			}
 			l.TLS = t
 		},
 		"protocol": func(v *yaml.Node) {
@@ -334,7 +337,7 @@ func (d *decoder) listener(n *yaml.Node, i int) Listener {
 // required reports each of keys that a mapping (at line) did not give a
 // value, prefixed with path when there is one. A key given a bad value is
 // not reported again: decoding did.
-func (d *decoder) required(given map[string]bool, line int, w where, path string, keys ...string) {
+func (d *decoder) required(given *keySet, line int, w where, path string, keys ...string) {
 	if d.halted {
 		return // the walk stopped part way through the mapping
 	}
@@ -342,7 +345,7 @@ func (d *decoder) required(given map[string]bool, line int, w where, path string
 		path += ": "
 	}
 	for _, k := range keys {
-		if !given[k] {
+		if !given.has(k) {
 			d.errorf(line, w, "%s%s is required", path, k)
 		}
 	}
@@ -442,13 +445,13 @@ func (d *decoder) route(n *yaml.Node, actor string) Route {
 	// them first. The id is decoded again below, with its range check.
 	var id int64
 	if _, v := d.lookup(n, "id"); v != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!int" {
-		_ = v.Decode(&id) // out of int64: the label has no id, decoding reports it
+		id, _ = intValue(v) // out of int64: the label has no id, decoding reports it
 	}
+	var name string
 	if _, v := d.lookup(n, "name"); v != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
-		r.Name = short(v.Value)
+		name = short(v.Value)
 	}
-	w := where{actor: actor, route: RouteLabel(id, r.Name)}
-	r.Name = ""
+	w := routeWhere(actor, id, name)
 	given := d.mapping(n, w, "route", fields{
 		"id":             d.int64In(&r.ID, w, "id", 1, MaxRouteID),
 		"name":           d.nonEmpty(&r.Name, w, "name"),

@@ -71,7 +71,7 @@ func validateActor(d *decoder, a *Actor) {
 	names := map[string]int{}
 	for i := range a.Routes {
 		r := &a.Routes[i]
-		w := where{actor: a.Name, route: r.Label()}
+		w := routeWhere(a.Name, r.ID, r.Name)
 		if r.ID != 0 {
 			if first, dup := ids[r.ID]; dup {
 				d.errorf(r.Line, w, "id %d used twice in this actor (first at line %d)", r.ID, first)
@@ -114,9 +114,7 @@ func validateListener(d *decoder, cfg *Config, l *Listener, actors map[string]in
 		}
 	}
 	if t := l.TLS; t != nil {
-		if t.CertFile == "" || t.KeyFile == "" {
-			d.errorf(l.Line, w, "%s: tls needs cert_file and key_file", label)
-		}
+		// A missing cert_file or key_file was reported by decoding.
 		t.CertFile, t.KeyFile = cfg.Path(t.CertFile), cfg.Path(t.KeyFile)
 		if t.ClientCAFile != "" {
 			t.ClientCAFile = cfg.Path(t.ClientCAFile)

@@ -72,7 +72,9 @@ func Merge(cfg *config.Config) (*Table, config.Errors) {
 				fail(a.Name, r, "id %d does not fit the 16-bit route_id of envelope typelen (listener %q); use ids up to %d",
 					r.ID, typelen, config.MaxTypelenRouteID)
 			}
-			if r.Direction.ToClient() && r.Binding != "" {
+			// A route already rejected registers no helper: its own error
+			// says why, and a second one about the helper would be noise.
+			if ok && r.Direction.ToClient() && r.Binding != "" {
 				key := [2]string{r.OwnerService, r.Binding}
 				if first, dup := helpers[key]; dup {
 					fail(a.Name, r, "push helper conflict: shield.client_rpc.%s of service %q is also %s (line %d)",

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// noLeak fails t if more goroutines run after the test than before it,
+// polling with a deadline.
+func noLeak(t testing.TB) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond) // polling, bounded by the deadline
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			t.Errorf("%d goroutines left behind", n-before)
+		}
+	})
+}
+
+// gateway runs the command line in-process and returns its exit status
+// and outputs.
+func gateway(t testing.TB, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// example is the example game, relative to this package's folder.
+var example = filepath.Join("..", "..", "configs", "actors.yaml")
+
+// TestCheckExample: check prints the descriptor table, one row a route in
+// id order with every column the issue names, then a summary, and exits 0.
+func TestCheckExample(t *testing.T) {
+	noLeak(t)
+	code, out, errOut := gateway(t, "check", "-c", example)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	rows := table(t, lines)
+	want := []map[string]string{
+		{"ID": "1001", "NAME": "login", "DIRECTION": "c2s", "OWNER": "auth", "BINDING": "login", "REQUIRES_AUTH": "false", "ACTION": "decode_local"},
+		{"ID": "2001", "NAME": "move", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "move", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "2002", "NAME": "join_room", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "join_room", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "2101", "NAME": "position", "DIRECTION": "s2c", "OWNER": "room", "BINDING": "position", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), out)
+	}
+	for i, w := range want {
+		for col, v := range w {
+			if rows[i][col] != v {
+				t.Errorf("row %d column %s = %q, want %q", i, col, rows[i][col], v)
+			}
+		}
+	}
+	if got := lines[len(lines)-1]; got != example+": ok: 4 routes, 3 actors, 4 VMs compiled" {
+		t.Errorf("summary line = %q", got)
+	}
+}
+
+// table parses the route table at the top of lines: the header, then a row
+// a line up to the first empty line. It checks that the columns the issue
+// asks for are there and that each row's fields start under their header.
+func table(t testing.TB, lines []string) []map[string]string {
+	t.Helper()
+	header := lines[0]
+	cols := strings.Fields(header)
+	for _, c := range []string{"ID", "NAME", "DIRECTION", "OWNER", "BINDING", "REQUIRES_AUTH", "ACTION"} {
+		if !slices.Contains(cols, c) {
+			t.Fatalf("header %q has no column %s", header, c)
+		}
+	}
+	var rows []map[string]string
+	for _, line := range lines[1:] {
+		if line == "" {
+			break
+		}
+		fields := strings.Fields(line)
+		if len(fields) != len(cols) {
+			t.Fatalf("row %q has %d fields, the header %d", line, len(fields), len(cols))
+		}
+		row := map[string]string{}
+		for i, c := range cols {
+			at := strings.Index(header, c)
+			if !strings.HasPrefix(line[at:], fields[i]) {
+				t.Errorf("row %q: %s does not start under its header", line, c)
+			}
+			row[c] = fields[i]
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// TestCheckBroken: a config broken in layer 1 and layer 2 prints every
+// error of both, then a count, on stderr, and exits 1.
+func TestCheckBroken(t *testing.T) {
+	noLeak(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "game.yaml")
+	writeFile(t, path, `network:
+  listeners:
+    - {name: game, address: ":7000", entry_service: auth, transport: udp}
+actors:
+  - name: auth
+    script: auth.lua
+    rpc:
+      routes:
+        - {id: 1001, name: login, bindng: login}
+        - {id: 16777216, name: big, binding: big}
+  - name: lobby
+    script: lobby.lua
+    rpc:
+      routes:
+        - {id: 1001, name: enter, binding: enter}
+        - {id: 1002, name: login, binding: login, owner_service: hall}
+`)
+	writeFile(t, filepath.Join(dir, "auth.lua"), "return {}\n")
+	code, out, errOut := gateway(t, "check", "-c", path)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if out != "" {
+		t.Errorf("stdout = %q, want nothing", out)
+	}
+	want := []string{
+		path + `:3: network.listeners[0].transport: "udp" is not one of tcp, ws`,
+		path + `:9: actor "auth": route 1001 (login): route: unknown key "bindng" (did you mean "binding"?)`,
+		path + `:9: actor "auth": route 1001 (login): binding is required`,
+		path + `:10: actor "auth": route 16777216 (big): id: 16777216 is out of range 1..16777215`,
+		path + `:15: actor "lobby": route 1001 (enter): rpc route conflict: id 1001 is declared by actor "auth" (line 9) and actor "lobby" (line 15)`,
+		path + `:16: actor "lobby": route 1002 (login): rpc route conflict: name login is declared by actor "auth" (line 9) and actor "lobby" (line 16)`,
+		path + `:16: actor "lobby": route 1002 (login): owner_service "hall" is not an actor`,
+		path + `: 7 error(s)`,
+	}
+	if got := strings.Split(strings.TrimRight(errOut, "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errOut, strings.Join(want, "\n"))
+	}
+}
+
+// TestCheckScriptError: a layer-3 error also exits 1, naming the script.
+func TestCheckScriptError(t *testing.T) {
+	noLeak(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "game.yaml")
+	writeFile(t, path, "network:\n  listeners:\n    - {name: game, address: \":7000\", entry_service: auth}\nactors:\n  - {name: auth, script: auth.lua, rpc: {routes: [{id: 1, name: login, binding: login}]}}\n")
+	writeFile(t, filepath.Join(dir, "auth.lua"), "return {}\n")
+	code, _, errOut := gateway(t, "check", "-c", path)
+	if code != 1 || !strings.Contains(errOut, "client_rpc.handler_missing") || !strings.Contains(errOut, filepath.Join(dir, "auth.lua")) {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestCheckMissingFile(t *testing.T) {
+	noLeak(t)
+	path := filepath.Join(t.TempDir(), "nope.yaml")
+	code, _, errOut := gateway(t, "check", "-c", path)
+	if code != 1 || !strings.Contains(errOut, path+": cannot read configuration") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	noLeak(t)
+	code, out, errOut := gateway(t, "serve")
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if out != "" || !strings.Contains(errOut, `gateway: unknown command "serve"`) || !strings.Contains(errOut, "usage:") {
+		t.Errorf("stdout %q, stderr:\n%s", out, errOut)
+	}
+}
+
+func TestCheckBadFlag(t *testing.T) {
+	noLeak(t)
+	code, _, errOut := gateway(t, "check", "-x")
+	if code != 2 || !strings.Contains(errOut, "flag provided but not defined: -x") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	noLeak(t)
+	code, out, _ := gateway(t, "help")
+	if code != 0 || !strings.Contains(out, "gateway check [-c FILE]") {
+		t.Errorf("exit %d, stdout:\n%s", code, out)
+	}
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
