@@ -1,6 +1,22 @@
 // Package codec turns a route's body bytes into gopher-lua values and back
-// (SPEC.md section 8, "JSON <-> Lua"). A Codec is looked up by the name a
-// listener's `protocol.body` gives; this package registers "json".
+// (SPEC.md section 8, "JSON <-> Lua"), and validates JSON requests against
+// their JSON Schemas (section 6). A Codec is looked up by the key its
+// listener's sessions carry (gateway.BodyCodecKey):
+//
+//   - "json" and "raw" are registered by this package. raw hands the body
+//     over as a Lua string and sends back only strings (raw.go).
+//   - A protobuf listener's codec belongs to its descriptor set, so the
+//     runtime builds one with NewProtobuf at start and registers it under
+//     "protobuf/<listener>" (protobuf.go: the mapping through protobuf's
+//     JSON form, and what happens to unknown fields).
+//   - A program embedding Shield may Register its own Codec under a name of
+//     its choosing.
+//
+// Schemas (schema.go) holds the compiled JSON Schemas of network.schemas_dir
+// and produces SPEC section 6's schema_violation messages.
+//
+// The rest of this comment is the JSON mapping, which the protobuf codec
+// shares.
 //
 // # JSON to Lua (DecodeJSON)
 //

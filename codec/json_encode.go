@@ -63,8 +63,17 @@ var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 // error it returns dst as it was and an *EncodeError. It reads tables raw and
 // runs no Lua code; the service runtime also uses it for shield.json.encode.
 func AppendJSON(dst []byte, L *lua.LState, v lua.LValue) ([]byte, error) {
+	return appendJSONShaped(dst, L, v, nil)
+}
+
+// appendJSONShaped is AppendJSON with shape overrides: a table in shapes is
+// written as an array (true) or an object (false) whatever its keys say.
+// The protobuf codec uses it where the message, not the table, knows the
+// shape: an empty table in a repeated field is [], and a map keyed 1..n is
+// an object. shapes is nil for plain JSON.
+func appendJSONShaped(dst []byte, L *lua.LState, v lua.LValue, shapes map[*lua.LTable]bool) ([]byte, error) {
 	st := stateOf(L)
-	e := encoder{st: st, buf: dst}
+	e := encoder{st: st, buf: dst, shapes: shapes}
 	f := e.value(v)
 	st.release()
 	if f != nil {
@@ -76,9 +85,10 @@ func AppendJSON(dst []byte, L *lua.LState, v lua.LValue) ([]byte, error) {
 // encoder writes Lua values to buf; depth counts the tables around the
 // value being written.
 type encoder struct {
-	st    *vmState
-	buf   []byte
-	depth int
+	st     *vmState
+	buf    []byte
+	depth  int
+	shapes map[*lua.LTable]bool // see appendJSONShaped; nil for plain JSON
 }
 
 func (e *encoder) value(v lua.LValue) *encodeFailure {
@@ -134,10 +144,14 @@ func (e *encoder) table(t *lua.LTable) *encodeFailure {
 
 	var f *encodeFailure
 	n := t.Len() // #t: the last non-nil slot of the array part
-	switch {
-	case t.Metatable == e.st.arrayMeta, n > 0 && isSequence(t, n):
+	// A nil shapes map (plain JSON) finds nothing: the keys decide.
+	isArray, shaped := e.shapes[t]
+	if !shaped {
+		isArray = t.Metatable == e.st.arrayMeta || n > 0 && isSequence(t, n)
+	}
+	if isArray {
 		f = e.array(t, n)
-	default:
+	} else {
 		f = e.object(t, n)
 	}
 
