@@ -43,7 +43,9 @@ func (g *Gateway) serve(l *listener, nc net.Conn) {
 	c := &conn{g: g, l: l, nc: nc, warned: map[codes.Code]int64{},
 		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst)}
 	b := session.Binding{Target: target, Gateway: g.name, Profile: l.cfg.Name}
-	c.s = session.New(id, nc.RemoteAddr().String(), b, g.cfg.Session.OutboundQueue, g.onClose)
+	// Answers get a reserve of max_inflight slots on top of
+	// outbound_queue: see Session.EnqueueAnswer.
+	c.s = session.New(id, nc.RemoteAddr().String(), b, g.cfg.Session.OutboundQueue, g.cfg.Session.MaxInflight, g.onClose)
 	g.sessions.Add(c.s)
 	g.m.Sessions.Inc()
 

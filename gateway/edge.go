@@ -13,6 +13,16 @@ import (
 // descriptor checks, max_inflight, then delivery to the target's lane.
 func (c *conn) frame(f *envelope.Frame) {
 	now := time.Now()
+	// Resolve the route first (route_id wins; a legacy frame may name it
+	// instead), so that every error frame, the edge's own included,
+	// carries the route's id and name as the request's answer would.
+	r := c.g.edge.Lookup(f.RouteID)
+	if f.RouteID == 0 && f.Route != "" {
+		r = c.g.edge.LookupName(f.Route)
+	}
+	if r != nil {
+		f.RouteID, f.Route = r.ID, r.Name
+	}
 	ok, flood := c.bucket.Take(now)
 	if !ok {
 		c.g.m.LimitsHit.WithLabelValues("rate_limit").Inc()
@@ -22,10 +32,6 @@ func (c *conn) frame(f *envelope.Frame) {
 				Message: "over the rate limit for 10 s in a row"})
 		}
 		return
-	}
-	r := c.g.edge.Lookup(f.RouteID)
-	if f.RouteID == 0 && f.Route != "" {
-		r = c.g.edge.LookupName(f.Route)
 	}
 	b := c.s.Binding()
 	if code := ingress.Check(r, b.PlayerID != ""); code != "" {
@@ -70,7 +76,7 @@ func (c *conn) reject(f *envelope.Frame, code codes.Code, msg string, answer boo
 	c.g.m.EdgeDropped.WithLabelValues(code.Reason()).Inc()
 	if answer && f.Kind == envelope.Request {
 		e := &envelope.Frame{Kind: envelope.Error, RouteID: f.RouteID, RequestID: f.RequestID, Route: f.Route, Code: string(code), Message: msg}
-		if !c.s.Enqueue(e) {
+		if !c.s.EnqueueAnswer(e) {
 			c.slow()
 		}
 		return

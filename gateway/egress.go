@@ -42,7 +42,7 @@ func (g *Gateway) Respond(r *egress.Response) {
 	if er := g.edge.Lookup(r.RouteID); er != nil {
 		f.Route = er.Name // the legacy envelopes carry it
 	}
-	if !s.Enqueue(f) {
+	if !s.EnqueueAnswer(f) {
 		if closed, _ := s.Closed(); !closed {
 			g.m.LimitsHit.WithLabelValues("outbound_queue").Inc()
 			s.Close(session.SlowConsumer, nil)

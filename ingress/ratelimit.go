@@ -6,13 +6,19 @@ import "time"
 // (session.rate_limit), plus the record of which recent seconds it was
 // over the limit: a session over it for FloodSeconds seconds in a row is
 // closed. Only the session's read loop uses it.
+//
+// The seconds of a streak are counted from its first frame over the
+// limit, not on the wall clock's second boundaries: with wall-clock
+// seconds, a streak that began at the end of one second would count that
+// sliver as a whole second, and a session could be closed after barely
+// FloodSeconds-2 seconds over the limit.
 type Bucket struct {
 	rate, burst float64
 	tokens      float64
 	last        time.Time
 
-	overSecond int64 // the last unix second with a frame over the limit
-	streak     int   // consecutive seconds over the limit, ending at overSecond
+	streakStart time.Time // the first frame over the limit of the current streak; zero: none
+	overSecond  int64     // the streak's last second (0-based, from streakStart) with a frame over the limit
 }
 
 // FloodSeconds is how many seconds in a row over the limit close a session.
@@ -31,7 +37,8 @@ func NewBucket(perSecond, burst int) *Bucket {
 
 // Take takes a token for a frame arriving at now. It reports whether the
 // frame is within the limit, and whether the session has now been over it
-// for FloodSeconds seconds in a row. A nil Bucket allows everything.
+// in each of the last FloodSeconds whole seconds (SPEC §5: "each of the
+// last ten seconds had a frame over it"). A nil Bucket allows everything.
 func (b *Bucket) Take(now time.Time) (ok, flood bool) {
 	if b == nil {
 		return true, false
@@ -44,15 +51,24 @@ func (b *Bucket) Take(now time.Time) (ok, flood bool) {
 		b.tokens--
 		return true, false
 	}
-	sec := now.Unix()
-	switch sec {
-	case b.overSecond:
-	case b.overSecond + 1:
-		b.streak++
+	return false, b.over(now)
+}
+
+// over records a frame over the limit at now and reports a flood: seconds
+// 0 to FloodSeconds-1 of the streak each had such a frame, and this one
+// is past them.
+func (b *Bucket) over(now time.Time) bool {
+	sec := int64(now.Sub(b.streakStart) / time.Second)
+	switch {
+	case b.streakStart.IsZero():
+		b.streakStart, b.overSecond = now, 0
+	case sec == b.overSecond:
+	case sec == b.overSecond+1:
 		b.overSecond = sec
 	default:
-		b.streak = 1
-		b.overSecond = sec
+		// A second without a frame over the limit ends the streak; this
+		// frame starts the next one.
+		b.streakStart, b.overSecond = now, 0
 	}
-	return false, b.streak >= FloodSeconds
+	return b.overSecond >= FloodSeconds
 }

@@ -53,18 +53,22 @@ type Session struct {
 	// yet finished (session.max_inflight).
 	Inflight atomic.Int32
 
-	out     chan *envelope.Frame // bounded by session.outbound_queue; frames are shared, read-only
-	done    chan struct{}        // closed by Close
-	notice  *envelope.Frame      // the last frame to write, set before done closes
-	onClose func(s *Session, b Binding, r Reason)
+	out      chan *envelope.Frame // outbound_queue + the answers' reserve; frames are shared, read-only
+	outbound int                  // session.outbound_queue: what frames nobody is owed may fill
+	done     chan struct{}        // closed by Close
+	notice   *envelope.Frame      // the last frame to write, set before done closes
+	onClose  func(s *Session, b Binding, r Reason)
 }
 
-// New returns a session bound to its listener's entry VM at epoch 1.
-// onClose runs once, after the session is closed and its epoch invalid.
-func New(id uint64, remote string, b Binding, outbound int, onClose func(*Session, Binding, Reason)) *Session {
+// New returns a session bound to its listener's entry VM at epoch 1, whose
+// queue holds outbound frames (session.outbound_queue) plus a reserve of
+// answers slots that only answers may use (the gateway gives it
+// session.max_inflight). onClose runs once, after the session is closed and
+// its epoch invalid.
+func New(id uint64, remote string, b Binding, outbound, answers int, onClose func(*Session, Binding, Reason)) *Session {
 	b.Epoch = 1
-	return &Session{ID: id, RemoteAddr: remote, binding: b, out: make(chan *envelope.Frame, outbound),
-		done: make(chan struct{}), onClose: onClose}
+	return &Session{ID: id, RemoteAddr: remote, binding: b, out: make(chan *envelope.Frame, outbound+answers),
+		outbound: outbound, done: make(chan struct{}), onClose: onClose}
 }
 
 // Binding returns the current binding.
@@ -80,11 +84,32 @@ func (s *Session) Ref() egress.ClientRef {
 	return egress.ClientRef{SessionID: s.ID, Epoch: b.Epoch, PlayerID: b.PlayerID, Gateway: b.Gateway}
 }
 
-// Enqueue queues a frame for the write loop without ever blocking, and
-// reports false when the queue is full or the session closed. The frame is
-// not copied: a push shares one frame among all its recipients, so nobody
-// may modify a frame once queued.
+// Enqueue queues a frame nobody is owed (a push, a heartbeat echo) for the
+// write loop without ever blocking, and reports false when outbound_queue
+// frames are already waiting or the session closed. The frame is not
+// copied: a push shares one frame among all its recipients, so nobody may
+// modify a frame once queued.
+//
+// The length check races with other producers, so the queue may pass
+// outbound_queue by a frame per concurrent producer; the answers' reserve
+// absorbs that.
 func (s *Session) Enqueue(f *envelope.Frame) bool {
+	if len(s.out) >= s.outbound {
+		return false
+	}
+	return s.put(f)
+}
+
+// EnqueueAnswer queues the one answer a request is owed (a response or an
+// error frame). Answers may also use the reserve, so that a client that
+// reads, and keeps no more than max_inflight requests outstanding, never
+// has an answer refused because pushes or a burst of answers filled the
+// queue for a moment: a full queue is the write loop's to judge, by
+// write_timeout. It reports false when even the reserve is full (the
+// client neither reads nor respects its limits) or the session closed.
+func (s *Session) EnqueueAnswer(f *envelope.Frame) bool { return s.put(f) }
+
+func (s *Session) put(f *envelope.Frame) bool {
 	select {
 	case <-s.done:
 		return false
@@ -113,6 +138,27 @@ func (s *Session) Closed() (bool, Reason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed, s.reason
+}
+
+func (s *Session) isClosed() bool {
+	closed, _ := s.Closed()
+	return closed
+}
+
+// rebind is the compare-and-set's set, for Table.Bind (which holds the
+// table's lock, so the epoch cannot have moved since it was compared). It
+// fails when the session closed meanwhile: a closed session's binding is
+// the one its onClose already reported, and must stay so.
+func (s *Session) rebind(target egress.ActorID, playerID string) (Binding, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Binding{}, false
+	}
+	s.binding.Target = target
+	s.binding.PlayerID = playerID
+	s.binding.Epoch++
+	return s.binding, true
 }
 
 // Close closes the session once; the first reason wins. The epoch is

@@ -78,8 +78,10 @@ type BindPolicy struct {
 // Bind moves a session to a new target and player by compare-and-set on
 // the epoch (SPEC §4): the session must exist, the caller must be its
 // current target, and req.Ref.Epoch must be its epoch. A player online in
-// another session is kicked (its close, and so its Disconnected, happens
-// before Bind returns) or refused, as the policy says.
+// another session is kicked or refused, as the policy says. When Bind
+// returns, any other session that held the player has finished closing: its
+// onClose ran, so its Disconnected is queued to its target before the new
+// binding exists (a player VM sees the old session leave first).
 func (t *Table) Bind(req *egress.BindRequest, p BindPolicy) (egress.ClientRef, error) {
 	target, cerr := p.Pick(req.Target, req.PlayerID)
 	if cerr != nil {
@@ -92,53 +94,56 @@ func (t *Table) Bind(req *egress.BindRequest, p BindPolicy) (egress.ClientRef, e
 			t.mu.Unlock()
 			return egress.ClientRef{}, codes.New(codes.SessionNotFound, "session %d is gone", req.Ref.SessionID)
 		}
-		s.mu.Lock()
-		b := s.binding
-		closed := s.closed
-		s.mu.Unlock()
-		switch {
-		case closed:
+		b := s.Binding()
+		if err := checkBind(s, b, req); err != nil {
 			t.mu.Unlock()
-			return egress.ClientRef{}, codes.New(codes.SessionNotFound, "session %d is gone", req.Ref.SessionID)
-		case b.Epoch != req.Ref.Epoch:
-			t.mu.Unlock()
-			return egress.ClientRef{}, codes.New(codes.EpochExpired, "session %d is at epoch %d, not %d", s.ID, b.Epoch, req.Ref.Epoch)
-		case b.Target != req.Caller:
-			t.mu.Unlock()
-			return egress.ClientRef{}, codes.New(codes.NotTarget, "session %d is bound to %s/%d, not %s/%d",
-				s.ID, b.Target.Service, b.Target.Instance, req.Caller.Service, req.Caller.Instance)
+			return egress.ClientRef{}, err
 		}
 		if other := t.byPlayer[req.PlayerID]; other != nil && other != s {
-			if gone, _ := other.Closed(); gone {
-				// Closing on another goroutine; its onClose has yet to
-				// remove it. The player is free.
-				delete(t.byPlayer, req.PlayerID)
-			} else if !p.KickOld {
+			if gone, _ := other.Closed(); !gone && !p.KickOld {
 				t.mu.Unlock()
 				return egress.ClientRef{}, codes.New(codes.PlayerOnline, "player %q is online in another session", req.PlayerID)
-			} else {
-				// Close outside the lock (onClose takes it to remove the
-				// old session), then try again: the old session's
-				// Disconnected is queued to its target before this bind
-				// returns.
-				t.mu.Unlock()
-				other.Close(Kicked, KickNotice("logged in from another session"))
-				continue
 			}
+			// Kick it, or let its own close finish, outside the lock:
+			// its onClose takes the lock to leave the table. Done is
+			// closed only after onClose has queued its Disconnected.
+			t.mu.Unlock()
+			other.Close(Kicked, KickNotice("logged in from another session"))
+			<-other.Done()
+			t.mu.Lock()
+			if t.byPlayer[req.PlayerID] == other {
+				delete(t.byPlayer, req.PlayerID) // an onClose that did not remove it
+			}
+			t.mu.Unlock()
+			continue // the session may have changed meanwhile: check again
+		}
+		nb, ok := s.rebind(target, req.PlayerID)
+		if !ok {
+			t.mu.Unlock()
+			return egress.ClientRef{}, codes.New(codes.SessionNotFound, "session %d is gone", req.Ref.SessionID)
 		}
 		if b.PlayerID != "" && t.byPlayer[b.PlayerID] == s {
 			delete(t.byPlayer, b.PlayerID)
 		}
-		s.mu.Lock()
-		s.binding.Target = target
-		s.binding.PlayerID = req.PlayerID
-		s.binding.Epoch++
-		nb := s.binding
-		s.mu.Unlock()
 		t.byPlayer[req.PlayerID] = s
 		t.mu.Unlock()
 		return egress.ClientRef{SessionID: s.ID, Epoch: nb.Epoch, PlayerID: nb.PlayerID, Gateway: nb.Gateway}, nil
 	}
+}
+
+// checkBind is the compare-and-set's compare: the session is open, then
+// the epoch, then the caller.
+func checkBind(s *Session, b Binding, req *egress.BindRequest) error {
+	switch {
+	case s.isClosed():
+		return codes.New(codes.SessionNotFound, "session %d is gone", s.ID)
+	case b.Epoch != req.Ref.Epoch:
+		return codes.New(codes.EpochExpired, "session %d is at epoch %d, not %d", s.ID, b.Epoch, req.Ref.Epoch)
+	case b.Target != req.Caller:
+		return codes.New(codes.NotTarget, "session %d is bound to %s/%d, not %s/%d",
+			s.ID, b.Target.Service, b.Target.Instance, req.Caller.Service, req.Caller.Instance)
+	}
+	return nil
 }
 
 // KickNotice is the session.kicked notice frame.

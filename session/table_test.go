@@ -1,0 +1,448 @@
+package session
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/envelope"
+)
+
+// The tests here drive Table.Bind the way the gateway does: every session's
+// onClose removes it from the table (as Gateway.onClose does) and records
+// what its target would hear, so a test can tell what had happened by the
+// time Bind returned.
+
+var (
+	auth   = egress.ActorID{Service: "auth"}
+	player = egress.ActorID{Service: "player"}
+)
+
+// policy resolves "auth" and "player" to instance 0 and refuses any other
+// service, as the runtime's Pick does for a service it does not run.
+func policy(kickOld bool) BindPolicy {
+	return BindPolicy{KickOld: kickOld, Pick: func(service, _ string) (egress.ActorID, *codes.Error) {
+		switch service {
+		case "auth", "player":
+			return egress.ActorID{Service: service}, nil
+		}
+		return egress.ActorID{}, codes.New(codes.Unavailable, "no service %q", service)
+	}}
+}
+
+// closeRecord is one onClose call: the Disconnected the target would get.
+type closeRecord struct {
+	id      uint64
+	binding Binding
+	reason  Reason
+}
+
+// fixture is a table whose sessions report their close to it.
+type fixture struct {
+	t      *Table
+	mu     sync.Mutex // guards closes
+	closes []closeRecord
+}
+
+func newFixture() *fixture { return &fixture{t: NewTable()} }
+
+// add registers a new session bound to auth/0 at epoch 1.
+func (f *fixture) add(id uint64) *Session {
+	s := New(id, "127.0.0.1:1", Binding{Target: auth, Gateway: "gw"}, 4, 2, func(s *Session, b Binding, r Reason) {
+		f.t.Remove(s, b)
+		f.mu.Lock()
+		f.closes = append(f.closes, closeRecord{s.ID, b, r})
+		f.mu.Unlock()
+	})
+	f.t.Add(s)
+	return s
+}
+
+func (f *fixture) closed() []closeRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]closeRecord(nil), f.closes...)
+}
+
+// owner is the session the player index names for p, or nil.
+func (f *fixture) owner(p string) *Session {
+	f.t.mu.RLock()
+	defer f.t.mu.RUnlock()
+	return f.t.byPlayer[p]
+}
+
+func bindReq(s *Session, epoch uint64, caller egress.ActorID, p string) *egress.BindRequest {
+	return &egress.BindRequest{Ref: egress.ClientRef{SessionID: s.ID, Epoch: epoch, Gateway: "gw"},
+		PlayerID: p, Target: "player", Caller: caller}
+}
+
+// wantCode fails unless err carries code ("" means no error).
+func wantCode(t testing.TB, err error, code codes.Code) {
+	t.Helper()
+	got, _ := codes.CodeOf(err)
+	if err != nil && got == "" {
+		t.Fatalf("error without a code: %v", err)
+	}
+	if got != code {
+		t.Fatalf("code %q (%v), want %q", got, err, code)
+	}
+}
+
+func TestBindRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(f *fixture) *egress.BindRequest
+		want  codes.Code
+	}{
+		{"session not found", func(f *fixture) *egress.BindRequest {
+			return &egress.BindRequest{Ref: egress.ClientRef{SessionID: 99, Epoch: 1, Gateway: "gw"}, PlayerID: "p", Target: "player", Caller: auth}
+		}, codes.SessionNotFound},
+		{"closed session", func(f *fixture) *egress.BindRequest {
+			s := f.add(1)
+			s.mu.Lock()
+			s.closed = true // closing on another goroutine: onClose has not removed it yet
+			s.mu.Unlock()
+			return bindReq(s, 1, auth, "p")
+		}, codes.SessionNotFound},
+		{"epoch expired", func(f *fixture) *egress.BindRequest {
+			return bindReq(f.add(1), 2, auth, "p")
+		}, codes.EpochExpired},
+		{"epoch expired before not target", func(f *fixture) *egress.BindRequest {
+			return bindReq(f.add(1), 0, player, "p")
+		}, codes.EpochExpired},
+		{"not target", func(f *fixture) *egress.BindRequest {
+			return bindReq(f.add(1), 1, player, "p")
+		}, codes.NotTarget},
+		{"unknown target service", func(f *fixture) *egress.BindRequest {
+			r := bindReq(f.add(1), 1, auth, "p")
+			r.Target = "nowhere"
+			return r
+		}, codes.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture()
+			req := tc.setup(f)
+			_, err := f.t.Bind(req, policy(true))
+			wantCode(t, err, tc.want)
+			if s := f.t.Get(req.Ref.SessionID); s != nil && s.Binding().Epoch != 1 {
+				t.Errorf("a refused bind moved the epoch to %d", s.Binding().Epoch)
+			}
+			if f.owner("p") != nil {
+				t.Error("a refused bind entered the player index")
+			}
+		})
+	}
+}
+
+func TestBindMovesTargetAndEpoch(t *testing.T) {
+	f := newFixture()
+	s := f.add(1)
+	ref, err := f.t.Bind(bindReq(s, 1, auth, "alice"), policy(true))
+	wantCode(t, err, "")
+	want := egress.ClientRef{SessionID: 1, Epoch: 2, PlayerID: "alice", Gateway: "gw"}
+	if ref != want || s.Ref() != want {
+		t.Fatalf("ref %+v, session %+v, want %+v", ref, s.Ref(), want)
+	}
+	if b := s.Binding(); b.Target != player {
+		t.Fatalf("target %+v", b.Target)
+	}
+	if f.owner("alice") != s {
+		t.Fatal("player index does not name the session")
+	}
+	// The old ref is now stale, and the old target may no longer bind.
+	_, err = f.t.Bind(bindReq(s, 1, auth, "alice"), policy(true))
+	wantCode(t, err, codes.EpochExpired)
+	_, err = f.t.Bind(bindReq(s, 2, auth, "alice"), policy(true))
+	wantCode(t, err, codes.NotTarget)
+}
+
+func TestRebindFreesOldPlayer(t *testing.T) {
+	f := newFixture()
+	s := f.add(1)
+	if _, err := f.t.Bind(bindReq(s, 1, auth, "alice"), policy(false)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.t.Bind(bindReq(s, 2, player, "bob"), policy(false)); err != nil {
+		t.Fatal(err)
+	}
+	if f.owner("alice") != nil || f.owner("bob") != s {
+		t.Fatalf("index alice=%v bob=%v", f.owner("alice"), f.owner("bob"))
+	}
+	// alice is free: another session may take her, even under reject_new.
+	other := f.add(2)
+	if _, err := f.t.Bind(bindReq(other, 1, auth, "alice"), policy(false)); err != nil {
+		t.Fatalf("alice after rebind: %v", err)
+	}
+	if len(f.closed()) != 0 {
+		t.Fatalf("nobody should have been closed: %+v", f.closed())
+	}
+	// Binding the same player again on the same session is no duplicate.
+	if _, err := f.t.Bind(bindReq(s, 3, player, "bob"), policy(false)); err != nil {
+		t.Fatalf("same player again: %v", err)
+	}
+}
+
+func TestKickOldClosesBeforeReturning(t *testing.T) {
+	f := newFixture()
+	old, cur := f.add(1), f.add(2)
+	if _, err := f.t.Bind(bindReq(old, 1, auth, "alice"), policy(true)); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := f.t.Bind(bindReq(cur, 1, auth, "alice"), policy(true))
+	wantCode(t, err, "")
+	// No waiting: all of this held when Bind returned.
+	closes := f.closed()
+	if len(closes) != 1 || closes[0].id != 1 || closes[0].reason != Kicked {
+		t.Fatalf("closes %+v, want session 1 kicked", closes)
+	}
+	if b := closes[0].binding; b.PlayerID != "alice" || b.Epoch != 2 || b.Target != player {
+		t.Fatalf("the old session's Disconnected names %+v", b)
+	}
+	select {
+	case <-old.Done():
+	default:
+		t.Fatal("old session's Done is open")
+	}
+	if n := old.Notice(); n == nil || n.Kind != envelope.Notice || n.Code != string(codes.SessionKicked) {
+		t.Fatalf("old session's notice %+v", n)
+	}
+	if f.t.Get(1) != nil || f.owner("alice") != cur || ref.PlayerID != "alice" || ref.SessionID != 2 {
+		t.Fatalf("table after kick: get(1)=%v owner=%v ref=%+v", f.t.Get(1), f.owner("alice"), ref)
+	}
+	if old.Enqueue(&envelope.Frame{Kind: envelope.Heartbeat}) {
+		t.Fatal("a kicked session accepted a frame")
+	}
+}
+
+func TestRejectNewKeepsOld(t *testing.T) {
+	f := newFixture()
+	old, cur := f.add(1), f.add(2)
+	if _, err := f.t.Bind(bindReq(old, 1, auth, "alice"), policy(false)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.t.Bind(bindReq(cur, 1, auth, "alice"), policy(false))
+	wantCode(t, err, codes.PlayerOnline)
+	if len(f.closed()) != 0 || f.owner("alice") != old {
+		t.Fatalf("closes %+v, owner %v", f.closed(), f.owner("alice"))
+	}
+	if b := cur.Binding(); b.Epoch != 1 || b.PlayerID != "" || b.Target != auth {
+		t.Fatalf("refused session's binding changed: %+v", b)
+	}
+}
+
+// TestBindAfterHolderClosing: a player whose session is closing on another
+// goroutine (closed, onClose not finished) is free, under either policy,
+// and Bind returns only once that session's onClose has run.
+func TestBindAfterHolderClosing(t *testing.T) {
+	for _, kickOld := range []bool{true, false} {
+		t.Run(fmt.Sprint("kick_old=", kickOld), func(t *testing.T) {
+			f := newFixture()
+			release := make(chan struct{})
+			entered := make(chan struct{})
+			holder := New(1, "a", Binding{Target: auth, Gateway: "gw"}, 1, 1, func(s *Session, b Binding, r Reason) {
+				close(entered)
+				<-release
+				f.t.Remove(s, b)
+			})
+			f.t.Add(holder)
+			if _, err := f.t.Bind(bindReq(holder, 1, auth, "alice"), policy(kickOld)); err != nil {
+				t.Fatal(err)
+			}
+			go holder.Close(Closed, nil)
+			<-entered
+			cur := f.add(2)
+			done := make(chan error, 1)
+			go func() {
+				_, err := f.t.Bind(bindReq(cur, 1, auth, "alice"), policy(kickOld))
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				t.Fatalf("Bind returned (%v) before the old session's onClose finished", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			close(release)
+			select {
+			case err := <-done:
+				wantCode(t, err, "")
+			case <-time.After(5 * time.Second):
+				t.Fatal("Bind did not return")
+			}
+			if f.owner("alice") != cur {
+				t.Fatal("the new session does not own the player")
+			}
+			if _, r := holder.Closed(); r != Closed {
+				t.Fatalf("holder's reason %q: the first reason must win", r)
+			}
+		})
+	}
+}
+
+// TestConcurrentBindsOnePlayer: two sessions bind the same player at once,
+// many times over. Exactly one owns the player at the end; under kick_old
+// the other is closed, under reject_new it got player_online. Run with
+// -race.
+func TestConcurrentBindsOnePlayer(t *testing.T) {
+	for _, kickOld := range []bool{true, false} {
+		t.Run(fmt.Sprint("kick_old=", kickOld), func(t *testing.T) {
+			for i := 0; i < 200; i++ {
+				f := newFixture()
+				ss := []*Session{f.add(1), f.add(2)}
+				errs := make([]error, 2)
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for j, s := range ss {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						_, errs[j] = f.t.Bind(bindReq(s, 1, auth, "alice"), policy(kickOld))
+					}()
+				}
+				close(start)
+				wg.Wait()
+				owner := f.owner("alice")
+				if owner == nil {
+					t.Fatalf("round %d: nobody owns the player (errs %v)", i, errs)
+				}
+				live := 0
+				for j, s := range ss {
+					closed, _ := s.Closed()
+					if !closed {
+						live++
+						if s != owner {
+							code, _ := codes.CodeOf(errs[j])
+							if kickOld || code != codes.PlayerOnline {
+								t.Fatalf("round %d: live session %d is not the owner (err %v)", i, s.ID, errs[j])
+							}
+						}
+					} else if !kickOld {
+						t.Fatalf("round %d: reject_new closed session %d", i, s.ID)
+					}
+				}
+				if kickOld && live != 1 {
+					t.Fatalf("round %d: %d live sessions after kick_old, errs %v", i, live, errs)
+				}
+				if closed, _ := owner.Closed(); closed {
+					t.Fatalf("round %d: the owner is closed", i)
+				}
+			}
+		})
+	}
+}
+
+// TestBindRacesClose: a session binding while it closes either binds
+// before the close (its Disconnected names the player and the index is
+// clean afterwards) or is refused with session_not_found; it never ends
+// bound with a Disconnected that told the old target.
+func TestBindRacesClose(t *testing.T) {
+	for i := 0; i < 500; i++ {
+		f := newFixture()
+		s := f.add(1)
+		var wg sync.WaitGroup
+		var err error
+		wg.Add(2)
+		go func() { defer wg.Done(); _, err = f.t.Bind(bindReq(s, 1, auth, "alice"), policy(true)) }()
+		go func() { defer wg.Done(); s.Close(Closed, nil) }()
+		wg.Wait()
+		closes := f.closed()
+		if len(closes) != 1 {
+			t.Fatalf("round %d: %d closes", i, len(closes))
+		}
+		b := closes[0].binding
+		switch code, _ := codes.CodeOf(err); {
+		case err == nil:
+			if b.PlayerID != "alice" || b.Epoch != 2 || b.Target != player {
+				t.Fatalf("round %d: bind succeeded but the Disconnected went to %+v", i, b)
+			}
+		case code == codes.SessionNotFound:
+			if b.PlayerID != "" || b.Epoch != 1 || b.Target != auth {
+				t.Fatalf("round %d: bind refused but the Disconnected names %+v", i, b)
+			}
+		default:
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if f.owner("alice") != nil || f.t.Len() != 0 {
+			t.Fatalf("round %d: the closed session stayed in the table", i)
+		}
+	}
+}
+
+func TestCloseOnce(t *testing.T) {
+	f := newFixture()
+	s := f.add(1)
+	n := &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionIdleTimeout)}
+	if !s.Close(IdleTimeout, n) {
+		t.Fatal("first Close reported false")
+	}
+	if s.Close(Kicked, KickNotice("late")) {
+		t.Fatal("second Close reported true")
+	}
+	if _, r := s.Closed(); r != IdleTimeout || s.Notice() != n || len(f.closed()) != 1 {
+		t.Fatalf("reason %q notice %+v closes %d", r, s.Notice(), len(f.closed()))
+	}
+	if s.Ref().Epoch != 1 {
+		t.Fatal("epoch moved on close")
+	}
+}
+
+// TestEnqueueBounds: frames nobody is owed fill outbound_queue and no
+// more; answers may also use the reserve; nothing ever blocks, and a
+// closed session takes nothing.
+func TestEnqueueBounds(t *testing.T) {
+	f := newFixture()
+	s := f.add(1) // outbound_queue 4, a reserve of 2
+	push := &envelope.Frame{Kind: envelope.Push, RouteID: 1}
+	answer := &envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 1}
+	for i := 0; i < 4; i++ {
+		if !s.Enqueue(push) {
+			t.Fatalf("push %d refused", i)
+		}
+	}
+	if s.Enqueue(push) {
+		t.Fatal("a push passed outbound_queue")
+	}
+	for i := 0; i < 2; i++ {
+		if !s.EnqueueAnswer(answer) {
+			t.Fatalf("answer %d refused with the reserve free", i)
+		}
+	}
+	if s.EnqueueAnswer(answer) {
+		t.Fatal("an answer passed the reserve")
+	}
+	<-s.Out()
+	if s.Enqueue(push) {
+		t.Fatal("a push took a reserved slot")
+	}
+	if !s.EnqueueAnswer(answer) {
+		t.Fatal("an answer refused with a slot free")
+	}
+	s.Close(Closed, nil)
+	<-s.Out()
+	if s.Enqueue(push) || s.EnqueueAnswer(answer) {
+		t.Fatal("a closed session took a frame")
+	}
+}
+
+// TestMain checks that no test leaves a goroutine behind.
+func TestMain(m *testing.M) {
+	before := runtime.NumGoroutine()
+	code := m.Run()
+	if code == 0 {
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<16)
+			fmt.Printf("leaked goroutines: %d before, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
