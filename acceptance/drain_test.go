@@ -55,14 +55,19 @@ var buildGateway = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-const drainConfig = `node: {name: gw-drain}
+// drainConfig serves testdata/drain.lua; session holds extra session keys.
+func drainConfig(session string) string {
+	script, _ := filepath.Abs("testdata/drain.lua")
+	return fmt.Sprintf(drainYAML, session, script)
+}
+
+const drainYAML = `node: {name: gw-drain}
 network:
   listeners:
     - {name: game, address: "127.0.0.1:0", entry_service: drain}
   admin: {address: "127.0.0.1:0"}
 log: {format: json, level: info}
-session:
-  shutdown_grace: %s
+session: {%s}
 actors:
   - name: drain
     script: %s
@@ -73,17 +78,17 @@ actors:
         - {id: 2, name: slow, binding: slow}
 `
 
-// startProcess runs the gateway binary on the drain config and waits for
-// its listening lines.
-func startProcess(t *testing.T, grace string) (*process, string, string) {
+// startProcess runs the gateway binary on config and waits for its
+// listening lines; it returns the game listener's and the admin server's
+// addresses.
+func startProcess(t *testing.T, config string) (*process, string, string) {
 	t.Helper()
 	bin, err := buildGateway()
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, _ := filepath.Abs("testdata/drain.lua")
 	cfg := filepath.Join(t.TempDir(), "actors.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(drainConfig, grace, script)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := &process{cmd: exec.Command(bin, "run", "-c", cfg), done: make(chan error, 1)}
@@ -166,7 +171,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway binary")
 	}
-	p, game, adminAddr := startProcess(t, "1s")
+	p, game, adminAddr := startProcess(t, drainConfig("shutdown_grace: 1s"))
 	if code := readyz(adminAddr); code != http.StatusOK {
 		t.Fatalf("readyz before the drain: %d", code)
 	}
@@ -222,7 +227,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway binary")
 	}
-	p, game, _ := startProcess(t, "60s")
+	p, game, _ := startProcess(t, drainConfig("shutdown_grace: 60s"))
 	c, err := client.Dial(context.Background(), game, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,8 @@ const (
 	routePosition  = 2101
 	routeStale     = 9001
 	routeEcho      = 9002
+	routeWhoami    = 9003
+	routeForge     = 9004
 	routeProbePush = 9101
 )
 
@@ -76,6 +78,8 @@ actors:
       routes:
         - {id: 9001, name: probe_stale, binding: stale, requires_auth: false}
         - {id: 9002, name: probe_echo, binding: echo, requires_auth: false}
+        - {id: 9003, name: probe_whoami, binding: whoami, requires_auth: false}
+        - {id: 9004, name: probe_forge, binding: forge, requires_auth: false}
         - {id: 9101, name: probe_push, binding: probe_push, direction: s2c}
 `, listeners, session, services, probe)
 }

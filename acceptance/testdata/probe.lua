@@ -16,4 +16,18 @@ function M.echo(ctx, client, req)
   return req
 end
 
+-- whoami returns the session's own id, as the gateway vouches for it.
+function M.whoami(ctx, client, req)
+  return { session_id = client.session_id, epoch = client.epoch, player_id = client.player_id }
+end
+
+-- forge pushes to a ClientRef built by hand from the request: the egress
+-- checks must refuse every ref that is not a live session's current one.
+function M.forge(ctx, client, req)
+  local ok, code = shield.client_rpc.probe_push({
+    session_id = req.session_id, epoch = req.epoch, player_id = req.player_id, gateway = req.gateway,
+  }, { forged = true })
+  return { result = code or ok }
+end
+
 return M
