@@ -2,11 +2,11 @@ package luavm
 
 import (
 	lua "github.com/yuin/gopher-lua"
-	"strings"
 )
 
 // prelude is compiled once per VM. It returns the body every pooled message
-// coroutine runs, and the pcall and xpcall that replace the base library's.
+// coroutine runs, and the pcall, xpcall, coroutine.resume and
+// coroutine.wrap that replace the base library's.
 //
 // The body is skynet's co_create loop: each resume hands it a function and
 // its arguments; it runs them and yields DONE with the results, then waits
@@ -17,8 +17,14 @@ import (
 // These versions run the function in a coroutine of its own and pass every
 // yield up to the message coroutine and every resume back down (as Lua's
 // coxpcall does), so `pcall(shield.call, ...)` suspends like a bare call.
-const prelude = `
-local DONE = ...
+//
+// A coroutine the script made itself is different: its own yields go to
+// whoever resumed it, but a shield function suspending inside it (it
+// yields WAIT) must suspend the whole task, as skynet.coroutine does. So
+// resume and wrap pass WAIT yields up to the message coroutine and hand
+// the reply back down, and return every other yield to their caller.
+var preludeChunk = &builtin{name: "prelude", src: `
+local DONE, WAIT = ...
 local create, resume, yield, status = coroutine.create, coroutine.resume, coroutine.yield, coroutine.status
 local select, error, type = select, error, type
 
@@ -55,6 +61,17 @@ local function xpcall(f, handler)
   return xstep(co, handler, resume(co))
 end
 
+local function rstep(co, ok, ...)
+  if ok and (...) == WAIT and status(co) == "suspended" then
+    return rstep(co, resume(co, yield(...)))
+  end
+  return ok, ...
+end
+
+local function cresume(co, ...)
+  return rstep(co, resume(co, ...))
+end
+
 local function wrapped(ok, ...)
   if ok then return ... end
   error((...), 0)
@@ -62,18 +79,19 @@ end
 
 local function wrap(f)
   local co = create(f)
-  return function(...) return wrapped(resume(co, ...)) end
+  return function(...) return wrapped(rstep(co, resume(co, ...))) end
 end
 
-return loop, pcall, xpcall, wrap
-`
+return loop, pcall, xpcall, cresume, wrap
+`}
 
 // installCoroutines replaces coroutine.create so that a new thread shares
 // the VM's interrupt instead of getting a child context: gopher-lua's
 // NewThread derives a cancellable child of its parent's context, which the
 // first interrupt would cancel for good, and which costs a goroutine under
-// a parent that is not a standard context. coroutine.wrap, pcall and xpcall
-// come from the prelude, built on this create. It must run before the
+// a parent that is not a standard context. It also bounds how
+// deep coroutines nest. coroutine.resume and coroutine.wrap, pcall and
+// xpcall come from the prelude, built on these. It must run before the
 // prelude is compiled.
 func (vm *VM) installCoroutines() {
 	co := vm.L.G.Global.RawGetString("coroutine").(*lua.LTable)
@@ -92,25 +110,42 @@ func (vm *VM) installCoroutines() {
 		}
 		return 1
 	}))
+	// Each resume runs the coroutine in a nested Go call, and every
+	// coroutine has a call stack of its own, so the Lua stack limit does
+	// not bound `local function f() pcall(f) end`: the Go stack would grow
+	// until the process dies. Lua bounds this nesting by its C stack
+	// (LUAI_MAXCCALLS); this does the same.
+	resume := co.RawGetString("resume").(*lua.LFunction).GFunction
+	co.RawSetString("resume", vm.L.NewFunction(func(L *lua.LState) int {
+		if vm.nesting >= maxNesting {
+			L.RaiseError("stack overflow (coroutines and pcalls nested deeper than %d)", maxNesting)
+		}
+		vm.nesting++
+		defer func() { vm.nesting-- }()
+		return resume(L)
+	}))
 }
+
+// maxNesting bounds coroutines resumed inside one another (pcall and
+// xpcall each run one), as Lua 5.1's LUAI_MAXCCALLS does.
+const maxNesting = 200
 
 // compilePrelude runs the prelude and installs what it returns.
 func (vm *VM) compilePrelude() error {
-	fn, err := vm.L.Load(strings.NewReader(prelude), builtinChunk+"prelude")
-	if err != nil {
-		return err
-	}
-	vm.L.Push(fn)
+	vm.L.Push(preludeChunk.function(vm.L))
 	vm.L.Push(vm.done)
-	if err := vm.L.PCall(1, 4, nil); err != nil {
+	vm.L.Push(vm.wait)
+	if err := vm.L.PCall(2, 5, nil); err != nil {
 		return err
 	}
 	g := vm.L.G.Global
-	vm.body = vm.L.Get(-4).(*lua.LFunction)
-	g.RawSetString("pcall", vm.L.Get(-3))
-	g.RawSetString("xpcall", vm.L.Get(-2))
-	g.RawGetString("coroutine").(*lua.LTable).RawSetString("wrap", vm.L.Get(-1))
-	vm.L.Pop(4)
+	co := g.RawGetString("coroutine").(*lua.LTable)
+	vm.body = vm.L.Get(-5).(*lua.LFunction)
+	g.RawSetString("pcall", vm.L.Get(-4))
+	g.RawSetString("xpcall", vm.L.Get(-3))
+	co.RawSetString("resume", vm.L.Get(-2))
+	co.RawSetString("wrap", vm.L.Get(-1))
+	vm.L.Pop(5)
 	return nil
 }
 

@@ -12,15 +12,32 @@ import (
 	"github.com/shieldrpc/shield/ingress"
 )
 
-// ctxTable is a handler's `ctx` argument.
-func (vm *VM) ctxTable(deadline time.Time) *lua.LTable {
-	t := vm.L.CreateTable(0, 3)
-	t.RawSetString("service", lua.LString(vm.Service))
-	t.RawSetString("instance", lua.LNumber(vm.Instance))
-	if !deadline.IsZero() {
-		t.RawSetString("deadline", lua.LNumber(deadline.UnixMilli()))
-	}
-	return t
+// installCtx makes the VM's `ctx`, the first argument of every handler,
+// method and hook: {service, instance, deadline}. One table serves every
+// run, its deadline set to the running task's before each resume, because
+// a table with string keys costs gopher-lua two maps and a slice, which
+// per message was an eighth of a trivial handler's time. It is read-only
+// (a new key raises), so that no run can leave anything in it for the next.
+func (vm *VM) installCtx() {
+	L := vm.L
+	vm.ctx = L.CreateTable(0, 3)
+	vm.ctxService, vm.ctxInstance = lua.LString(vm.Service), lua.LNumber(vm.Instance)
+	meta := L.CreateTable(0, 2)
+	meta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("ctx is read-only: one ctx serves every run of the VM (keep state in the module)")
+		return 0
+	}))
+	meta.RawSetString("__metatable", lua.LFalse)
+	vm.ctx.Metatable = meta
+	vm.setCtx(lua.LNil)
+}
+
+// setCtx points ctx at a run whose deadline is deadline (unix ms, or nil),
+// restoring fields a script may have overwritten.
+func (vm *VM) setCtx(deadline lua.LValue) {
+	vm.ctx.RawSetString("service", vm.ctxService)
+	vm.ctx.RawSetString("instance", vm.ctxInstance)
+	vm.ctx.RawSetString("deadline", deadline)
 }
 
 // HandleIngress runs the route's handler for a client frame (SPEC §6). A
@@ -28,7 +45,7 @@ func (vm *VM) ctxTable(deadline time.Time) *lua.LTable {
 // never gets one.
 func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 	c := &in.Client
-	t := &task{in: in, what: routeLabel(c), deadline: time.Now().Add(vm.spec.HandlerTimeout)}
+	t := &task{in: in, deadline: time.Now().Add(vm.spec.HandlerTimeout)}
 	h, ok := vm.handlers[c.RouteID]
 	if !ok {
 		vm.respond(t, nil, codes.New(codes.HandlerMissing, "no binding for route %d in service %s", c.RouteID, vm.Service))
@@ -39,7 +56,7 @@ func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 		vm.respond(t, nil, err)
 		return
 	}
-	vm.start(t, h.fn, vm.ctxTable(t.deadline), vm.clientTable(c), req)
+	vm.start(t, h.fn, vm.ctx, vm.clientTable(c, h), req)
 }
 
 func routeLabel(c *ingress.ClientContext) string {
@@ -47,7 +64,8 @@ func routeLabel(c *ingress.ClientContext) string {
 }
 
 // decodeRequest turns the body into the handler's request argument.
-func (vm *VM) decodeRequest(in *ingress.ClientIngress, h handler) (lua.LValue, *codes.Error) {
+func (vm *VM) decodeRequest(in *ingress.ClientIngress, h handler) (_ lua.LValue, cerr *codes.Error) {
+	defer vm.catch("decoding a request", &cerr)
 	body := in.Body
 	if h.route.Action == config.ForwardRaw {
 		return lua.LString(body), nil
@@ -96,7 +114,7 @@ func (vm *VM) respond(t *task, vals []lua.LValue, err *codes.Error) {
 		r.Body, err = vm.encodeResponse(t, in, vals)
 	}
 	if err != nil && r.Notify {
-		vm.Log.Warn("notify failed", "route", t.what, "session_id", c.Ref.SessionID, "player_id", c.Ref.PlayerID,
+		vm.Log.Warn("notify failed", "route", t.label(), "session_id", c.Ref.SessionID, "player_id", c.Ref.PlayerID,
 			"code", string(err.Code), "message", err.Message)
 	}
 	r.Err = err
@@ -111,7 +129,8 @@ func (vm *VM) gatewayRespond(r *egress.Response) {
 
 // encodeResponse encodes the handler's first return value; no value is an
 // empty body.
-func (vm *VM) encodeResponse(t *task, in *ingress.ClientIngress, vals []lua.LValue) ([]byte, *codes.Error) {
+func (vm *VM) encodeResponse(t *task, in *ingress.ClientIngress, vals []lua.LValue) (_ []byte, cerr *codes.Error) {
+	defer vm.catch("encoding a response", &cerr)
 	if len(vals) == 0 || vals[0] == lua.LNil {
 		return nil, nil
 	}
@@ -152,9 +171,15 @@ func (vm *VM) encodeFailed(t *task, reason string) *codes.Error {
 // HandleCall runs a shield.call or shield.send from another VM. The callee
 // runs under min(its own handler_timeout, the caller's remaining budget).
 func (vm *VM) HandleCall(c *Call) {
-	t := &task{call: c, what: "method " + c.Method, deadline: time.Now().Add(vm.spec.HandlerTimeout)}
+	now := time.Now()
+	t := &task{call: c, deadline: now.Add(vm.spec.HandlerTimeout)}
 	if !c.Deadline.IsZero() && c.Deadline.Before(t.deadline) {
 		t.deadline = c.Deadline
+	}
+	if !now.Before(t.deadline) {
+		// The caller's budget ran out while the call waited in the lane.
+		vm.returnCall(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
+		return
 	}
 	fn, ok := vm.Module.RawGetString(c.Method).(*lua.LFunction)
 	if !ok {
@@ -162,7 +187,7 @@ func (vm *VM) HandleCall(c *Call) {
 		return
 	}
 	args := make([]lua.LValue, 0, len(c.Args)+1)
-	args = append(args, vm.ctxTable(t.deadline))
+	args = append(args, vm.ctx)
 	for _, a := range c.Args {
 		args = append(args, ToLua(vm.L, a))
 	}
@@ -179,7 +204,7 @@ func (vm *VM) returnCall(t *task, vals []lua.LValue, err *codes.Error) {
 		}
 		return
 	}
-	r := &Result{To: c.From, ID: c.ID, Err: err}
+	r := &Result{To: c.From, ID: c.ID, Gen: c.Gen, Err: err}
 	if err == nil && len(vals) > 0 {
 		r.Values = make([]Value, 0, len(vals))
 		for _, v := range vals {
@@ -203,7 +228,7 @@ func (vm *VM) HandleDisconnected(d *ingress.Disconnected) {
 		return
 	}
 	t := &task{what: "client_disconnected", deadline: time.Now().Add(vm.spec.HandlerTimeout)}
-	vm.start(t, vm.ClientDisconnected, vm.ctxTable(t.deadline), vm.refTable(d.Ref), lua.LString(d.Reason))
+	vm.start(t, vm.ClientDisconnected, vm.ctx, vm.refTable(d.Ref), lua.LString(d.Reason))
 }
 
 // RunHook runs init or stop (whichever fn is) as a task; done gets its
@@ -215,5 +240,5 @@ func (vm *VM) RunHook(name string, fn *lua.LFunction, done func(err *codes.Error
 	}
 	t := &task{what: name, deadline: time.Now().Add(vm.spec.HandlerTimeout)}
 	t.onDone = func(_ []lua.LValue, err *codes.Error) { done(err) }
-	vm.start(t, fn, vm.ctxTable(t.deadline))
+	vm.start(t, fn, vm.ctx)
 }

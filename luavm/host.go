@@ -25,6 +25,11 @@ type Call struct {
 	Method   string
 	Args     []Value
 	Deadline time.Time // the caller's remaining budget travels with the call
+	// Gen is the calling VM's generation. An actor whose VM was replaced
+	// after a crash keeps its ActorID, and the new VM numbers its pending
+	// calls from 1 again: Gen keeps a reply meant for the old VM from
+	// resuming whatever the new one is waiting for under the same ID.
+	Gen uint64
 }
 
 // Result completes something a VM is waiting for: a call's reply or a timer.
@@ -32,6 +37,7 @@ type Call struct {
 type Result struct {
 	To     egress.ActorID
 	ID     uint64
+	Gen    uint64 // the Call's Gen
 	Values []Value
 	Err    *codes.Error
 }

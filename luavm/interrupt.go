@@ -31,18 +31,24 @@ var errInterrupted = errors.New("shield: handler interrupted")
 type interrupt struct {
 	done atomic.Pointer[chan struct{}]
 
-	mu     sync.Mutex // guards armed and reason, and closing done
-	armed  bool
-	reason interruptReason
+	mu       sync.Mutex // guards everything below, and closing done
+	armed    bool
+	deadline time.Time // of the run in progress
+	reason   interruptReason
+	timerAt  time.Time // when timer fires; zero when it is not pending
 
-	timer *time.Timer // fires the budget of the run in progress
+	// timer fires the budget of the run in progress. Resetting a timer
+	// for every run of every message would cost more than the run, so it
+	// is set only when a run's deadline comes before the time it is
+	// already set for; a fire before the current deadline sets it again.
+	timer *time.Timer
 }
 
 func newInterrupt() *interrupt {
 	in := &interrupt{}
 	ch := make(chan struct{})
 	in.done.Store(&ch)
-	in.timer = time.AfterFunc(time.Hour, func() { in.fire(interruptBudget) })
+	in.timer = time.AfterFunc(time.Hour, in.expire)
 	in.timer.Stop()
 	return in
 }
@@ -50,15 +56,33 @@ func newInterrupt() *interrupt {
 // arm starts watching a run that may last until deadline.
 func (in *interrupt) arm(deadline time.Time) {
 	in.mu.Lock()
-	in.armed = true
+	defer in.mu.Unlock()
+	in.armed, in.deadline = true, deadline
+	if in.timerAt.IsZero() || deadline.Before(in.timerAt) {
+		in.timerAt = deadline
+		in.timer.Reset(time.Until(deadline))
+	}
+}
+
+// expire is the timer's function: it interrupts the run in progress if its
+// budget is spent, and otherwise sets the timer for that run's deadline.
+func (in *interrupt) expire() {
+	in.mu.Lock()
+	in.timerAt = time.Time{}
+	if in.armed && in.reason == notInterrupted && time.Now().Before(in.deadline) {
+		in.timerAt = in.deadline
+		in.timer.Reset(time.Until(in.deadline))
+		in.mu.Unlock()
+		return
+	}
 	in.mu.Unlock()
-	in.timer.Reset(time.Until(deadline))
+	in.fire(interruptBudget)
 }
 
 // disarm ends the run and reports whether and why it was interrupted. A
-// fired channel is replaced so that the next run starts clean.
+// fired channel is replaced so that the next run starts clean. The timer
+// is left set: when it fires with no run in progress, it does nothing.
 func (in *interrupt) disarm() interruptReason {
-	in.timer.Stop()
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.armed = false
@@ -72,11 +96,15 @@ func (in *interrupt) disarm() interruptReason {
 }
 
 // fire stops the run in progress, if there is one. It is safe to call from
-// any goroutine; the first reason wins.
+// any goroutine; the first reason wins. A budget fire before the run's
+// deadline is ignored: it is a timer set for an earlier run.
 func (in *interrupt) fire(r interruptReason) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if !in.armed || in.reason != notInterrupted {
+		return false
+	}
+	if r == interruptBudget && time.Now().Before(in.deadline) {
 		return false
 	}
 	in.reason = r
@@ -84,7 +112,12 @@ func (in *interrupt) fire(r interruptReason) bool {
 	return true
 }
 
-func (in *interrupt) stop() { in.timer.Stop() }
+func (in *interrupt) stop() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.timer.Stop()
+	in.timerAt = time.Time{}
+}
 
 // The context.Context methods. Deadline reports none: the budget is
 // enforced by fire, not by gopher-lua.

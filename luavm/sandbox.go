@@ -98,7 +98,7 @@ func requireFrom(dir string, loaded *lua.LTable) lua.LGFunction {
 		if err := inside(dir, path); err != nil {
 			L.RaiseError("require %q: %v", name, err)
 		}
-		fn, err := L.LoadFile(path)
+		fn, err := loadFile(L, path)
 		if err != nil {
 			L.RaiseError("require %q: %s", name, loadMessage(err, path))
 		}

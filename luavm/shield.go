@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -17,13 +16,16 @@ import (
 // check turns the (ok, ...) that a suspending Go function resumes with into
 // a return or a raise. The raise has to happen in Lua, after the resume,
 // because a Go function cannot raise into a coroutine it has yielded.
-const checkSource = `
+var checkChunk = &builtin{name: "check", src: `
 local error = error
 return function(ok, ...)
   if ok then return ... end
   error((...), 0)
 end
-`
+`}
+
+// suspendChunk makes a suspending function's Lua half (see suspending).
+var suspendChunk = &builtin{name: "suspend", src: `local check, fn = ... return function(...) return check(fn(...)) end`}
 
 // builtinChunk prefixes the names of the runtime's own Lua chunks, whose
 // frames tracebacks leave out.
@@ -52,7 +54,7 @@ func (vm *VM) installShield() {
 		"self":    vm.luaSelf,
 		"array":   luaArray,
 	})
-	check := vm.mustChunk(checkSource).(*lua.LFunction)
+	check := vm.mustChunk(checkChunk).(*lua.LFunction)
 	sh.RawSetString("call", vm.suspending(check, vm.luaCall))
 	sh.RawSetString("sleep", vm.suspending(check, vm.luaSleep))
 	sh.RawSetString("null", codec.Null(L))
@@ -72,11 +74,7 @@ func (vm *VM) installShield() {
 // suspending wraps a Go function that may yield: Lua sees
 // function(...) return check(fn(...)) end.
 func (vm *VM) suspending(check *lua.LFunction, fn lua.LGFunction) *lua.LFunction {
-	wrap, err := vm.L.Load(strings.NewReader(`local check, fn = ... return function(...) return check(fn(...)) end`), builtinChunk+"suspend")
-	if err != nil {
-		panic(fmt.Sprintf("luavm: built-in chunk: %v", err))
-	}
-	vm.L.Push(wrap)
+	vm.L.Push(suspendChunk.function(vm.L))
 	vm.L.Push(check)
 	vm.L.Push(vm.L.NewFunction(fn))
 	vm.L.Call(2, 1)
@@ -85,14 +83,9 @@ func (vm *VM) suspending(check *lua.LFunction, fn lua.LGFunction) *lua.LFunction
 	return f
 }
 
-// mustChunk runs a built-in chunk and returns its first result. Built-in
-// chunks are constants: a failure is a bug, so it panics.
-func (vm *VM) mustChunk(src string) lua.LValue {
-	fn, err := vm.L.Load(strings.NewReader(src), builtinChunk+"check")
-	if err != nil {
-		panic(fmt.Sprintf("luavm: built-in chunk: %v", err))
-	}
-	vm.L.Push(fn)
+// mustChunk runs a built-in chunk and returns its first result.
+func (vm *VM) mustChunk(b *builtin) lua.LValue {
+	vm.L.Push(b.function(vm.L))
 	vm.L.Call(0, 1)
 	v := vm.L.Get(-1)
 	vm.L.Pop(1)

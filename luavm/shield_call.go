@@ -79,7 +79,7 @@ func (vm *VM) luaSend(L *lua.LState) int {
 // (check) returns the results or raises the error.
 func (vm *VM) luaCall(L *lua.LState) int {
 	t := vm.running(L, "shield.call")
-	c := &Call{From: vm.host.Self(), To: address(L, 1), Method: L.CheckString(2), Args: vm.callArgs(L, 3), Deadline: t.deadline}
+	c := &Call{From: vm.host.Self(), To: address(L, 1), Method: L.CheckString(2), Args: vm.callArgs(L, 3), Deadline: t.deadline, Gen: vm.gen}
 	id, ok := vm.addPending(&pending{kind: pendCall, task: t})
 	if !ok {
 		return vm.fail(L, codes.Busy, "max_pending (%d) timers and calls already in flight", vm.spec.MaxPending)
@@ -104,11 +104,12 @@ func (vm *VM) fail(L *lua.LState, code codes.Code, format string, args ...any) i
 func (vm *VM) luaSleep(L *lua.LState) int {
 	t := vm.running(L, "shield.sleep")
 	ms := L.CheckNumber(1)
-	id, ok := vm.addPending(&pending{kind: pendSleep, task: t})
+	p := &pending{kind: pendSleep, task: t}
+	id, ok := vm.addPending(p)
 	if !ok {
 		return vm.fail(L, codes.Busy, "max_pending (%d) timers and calls already in flight", vm.spec.MaxPending)
 	}
-	vm.timers.push(time.Now().Add(millis(ms)), timerSleep, id)
+	p.timer = vm.timers.push(time.Now().Add(millis(ms)), timerSleep, id)
 	t.waiting = id
 	return L.Yield(vm.wait)
 }
@@ -117,11 +118,12 @@ func (vm *VM) luaSleep(L *lua.LState) int {
 func (vm *VM) luaTimeout(L *lua.LState) int {
 	ms := L.CheckNumber(1)
 	fn := L.CheckFunction(2)
-	id, ok := vm.addPending(&pending{kind: pendTimeout, fn: fn})
+	p := &pending{kind: pendTimeout, fn: fn}
+	id, ok := vm.addPending(p)
 	if !ok {
 		vm.raise(L, codes.Busy, "max_pending (%d) timers and calls already in flight", vm.spec.MaxPending)
 	}
-	vm.timers.push(time.Now().Add(millis(ms)), timerTimeout, id)
+	p.timer = vm.timers.push(time.Now().Add(millis(ms)), timerTimeout, id)
 	L.Push(lua.LNumber(id))
 	return 1
 }
@@ -130,10 +132,12 @@ func (vm *VM) luaTimeout(L *lua.LState) int {
 func (vm *VM) luaCancel(L *lua.LState) int {
 	id := uint64(L.CheckNumber(1))
 	p, ok := vm.pending[id]
-	if ok && p.kind == pendTimeout {
+	ok = ok && p.kind == pendTimeout
+	if ok {
 		delete(vm.pending, id)
+		vm.timers.remove(p.timer)
 	}
-	L.Push(lua.LBool(ok && p.kind == pendTimeout))
+	L.Push(lua.LBool(ok))
 	return 1
 }
 

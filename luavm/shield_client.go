@@ -61,12 +61,17 @@ func idFrom(v lua.LValue) (uint64, bool) {
 	return 0, false
 }
 
-// clientTable is the handler's `client` argument.
-func (vm *VM) clientTable(c *ingress.ClientContext) *lua.LTable {
+// clientTable is the handler's `client` argument. The route's name and id
+// are the compiled route's, boxed once, when the frame says the same.
+func (vm *VM) clientTable(c *ingress.ClientContext, h handler) *lua.LTable {
 	t := vm.L.CreateTable(0, 8)
 	vm.setRef(t, c.Ref)
-	t.RawSetString("route", lua.LString(c.Route))
-	t.RawSetString("route_id", lua.LNumber(c.RouteID))
+	if c.Route == h.route.Name {
+		t.RawSetString("route", h.name)
+	} else {
+		t.RawSetString("route", lua.LString(c.Route))
+	}
+	t.RawSetString("route_id", h.id)
 	t.RawSetString("request_id", idValue(c.RequestID))
 	t.RawSetString("remote_addr", lua.LString(c.RemoteAddr))
 	return t
@@ -84,7 +89,10 @@ func (vm *VM) setRef(t *lua.LTable, r egress.ClientRef) {
 	if r.PlayerID != "" {
 		t.RawSetString("player_id", lua.LString(r.PlayerID))
 	}
-	t.RawSetString("gateway", lua.LString(r.Gateway))
+	if r.Gateway != vm.gatewayName || vm.gatewayValue == nil {
+		vm.gatewayName, vm.gatewayValue = r.Gateway, lua.LString(r.Gateway)
+	}
+	t.RawSetString("gateway", vm.gatewayValue)
 }
 
 // refFrom reads a ClientContext or ClientRef table.
@@ -136,7 +144,12 @@ func (vm *VM) luaBind(L *lua.LState) int {
 		L.ArgError(2, "player_id must not be empty")
 	}
 	gw := vm.gateway(L, "shield.client.bind")
-	nref, err := gw.Bind(&egress.BindRequest{Ref: ref, PlayerID: player, Target: target, Caller: vm.host.Self()})
+	var nref egress.ClientRef
+	var err error
+	func() {
+		defer vm.guard("gateway Bind")
+		nref, err = gw.Bind(&egress.BindRequest{Ref: ref, PlayerID: player, Target: target, Caller: vm.host.Self()})
+	}()
 	if err != nil {
 		vm.raiseErr(L, err)
 	}
@@ -148,7 +161,13 @@ func (vm *VM) luaBind(L *lua.LState) int {
 func (vm *VM) luaKick(L *lua.LState) int {
 	ref := checkRef(L, 1)
 	reason := L.OptString(2, "kicked")
-	if err := vm.gateway(L, "shield.client.kick").Kick(ref, reason); err != nil {
+	gw := vm.gateway(L, "shield.client.kick")
+	var err error
+	func() {
+		defer vm.guard("gateway Kick")
+		err = gw.Kick(ref, reason)
+	}()
+	if err != nil {
 		code, _ := codes.CodeOf(err)
 		L.Push(lua.LNil)
 		L.Push(lua.LString(code))
@@ -195,7 +214,11 @@ func (vm *VM) pushHelper(r *descriptor.Route) lua.LGFunction {
 				p.Targets[i-1] = ref
 			}
 		}
-		rejected := gw.Push(p)
+		var rejected []codes.Code
+		func() {
+			defer vm.guard("gateway Push")
+			rejected = gw.Push(p)
+		}()
 		if single {
 			if len(rejected) > 0 && rejected[0] != "" {
 				L.Push(lua.LNil)

@@ -3,6 +3,7 @@ package luavm
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -19,10 +20,10 @@ type task struct {
 	id       uint64
 	co       *lua.LState
 	deadline time.Time
-	start    time.Time
-	what     string // for logs: the route, method or hook
-	waiting  uint64 // the pending op it is suspended on; 0 when running or stuck
-	queued   bool   // its budget is in the timer heap
+	ctxline  lua.LValue  // deadline as ctx.deadline shows it
+	what     string      // for logs, when in and call are nil: the hook, or what else
+	waiting  uint64      // the pending op it is suspended on; 0 when running or stuck
+	budget   *timerEntry // its deadline in the timer heap, once it suspended
 	done     bool
 
 	in     *ingress.ClientIngress // a client request or notify
@@ -30,11 +31,24 @@ type task struct {
 	onDone func(vals []lua.LValue, err *codes.Error)
 }
 
+// label names the task in logs and messages. It is built only when one is
+// written: formatting it for every message would cost more than the run.
+func (t *task) label() string {
+	switch {
+	case t.in != nil:
+		return routeLabel(&t.in.Client)
+	case t.call != nil:
+		return "method " + t.call.Method
+	}
+	return t.what
+}
+
 // pending is something a suspended task, or a timer, waits for.
 type pending struct {
-	kind pendingKind
-	task *task          // pendCall, pendSleep
-	fn   *lua.LFunction // pendTimeout
+	kind  pendingKind
+	task  *task          // pendCall, pendSleep
+	fn    *lua.LFunction // pendTimeout
+	timer *timerEntry    // pendSleep, pendTimeout
 }
 
 type pendingKind uint8
@@ -100,26 +114,41 @@ func traceback(L *lua.LState) string {
 	return b.String()
 }
 
-// start runs fn(args...) as a new task.
+// start runs fn(args...) as a new task. Its deadline was just set from
+// now, or is a caller's that HandleCall checked.
 func (vm *VM) start(t *task, fn *lua.LFunction, args ...lua.LValue) {
 	vm.nextID++
 	t.id = vm.nextID
-	t.start = time.Now()
+	if ms := t.deadline.UnixMilli(); ms != vm.lastLine {
+		// Tasks started in the same millisecond share the boxed value.
+		vm.lastLine, vm.lastLineValue = ms, lua.LNumber(ms)
+	}
+	t.ctxline = vm.lastLineValue
 	t.co = vm.getThread()
-	vm.tasks[t.id] = t
 	vm.args = append(vm.args[:0], fn)
 	vm.args = append(vm.args, args...)
-	vm.resume(t, vm.args...)
+	vm.run(t, vm.args...)
 }
 
-// resume runs t until it finishes, fails, or suspends again.
+// resume runs a suspended task again, unless its budget ran out meanwhile.
 func (vm *VM) resume(t *task, args ...lua.LValue) {
 	if !time.Now().Before(t.deadline) {
-		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.what))
+		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
 		return
 	}
-	vm.current, vm.raised, vm.trace = t, false, ""
+	vm.run(t, args...)
+}
+
+// run runs t until it finishes, fails, or suspends again.
+func (vm *VM) run(t *task, args ...lua.LValue) {
+	if vm.crashed {
+		// Replaced when the actor's step ends: run nothing more in it.
+		vm.finish(t, nil, vm.crashErr())
+		return
+	}
+	vm.current, vm.raised, vm.trace, vm.nesting = t, false, "", 0
 	t.waiting = 0
+	vm.setCtx(t.ctxline)
 	vm.intr.arm(t.deadline)
 	st, err, vals := vm.L.Resume(t.co, vm.body, args...)
 	reason := vm.intr.disarm()
@@ -127,19 +156,31 @@ func (vm *VM) resume(t *task, args ...lua.LValue) {
 
 	switch {
 	case reason == interruptBudget:
-		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.what))
+		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
 	case reason == interruptHeap:
 		// Whatever the handler grew may still be reachable from the VM's
 		// globals: start over with a fresh VM.
 		vm.crashed = true
 		vm.finish(t, nil, codes.New(codes.ResourceExhausted, "the heap passed lua.heap_limit_bytes"))
+	case vm.crashed:
+		// A Go panic in a gateway call (see guard), already logged; a
+		// pcall may have caught it as an error, but the VM is replaced
+		// and the request fails all the same.
+		vm.finish(t, nil, vm.crashErr())
+	case err != nil && isCallStackOverflow(err):
+		// gopher-lua's growable call stack panics instead of raising when
+		// it is full (its IsFull never reports true), so deep recursion
+		// arrives as a recovered Go panic. It is the script's error, and
+		// the VM is intact: the dead thread held the only broken state.
+		vm.finish(t, nil, vm.classify(t, &lua.ApiError{Type: lua.ApiErrorRun, Object: lua.LString("stack overflow")}))
 	case err != nil:
 		if !vm.raised {
 			// A panic in Go code under the handler, recovered by gopher-lua
 			// without passing through the hook: the VM may be corrupt.
+			incident := newIncident()
 			vm.crashed = true
-			vm.Log.Error("go panic inside a handler; the VM will be replaced", "task", t.what, "panic", err.Error())
-			vm.finish(t, nil, codes.New(codes.HandlerFailed, "internal error"))
+			vm.Log.Error("go panic inside a handler; the VM will be replaced", "incident", incident, "task", t.label(), "panic", err.Error())
+			vm.finish(t, nil, codes.New(codes.HandlerFailed, "internal error (incident %s)", incident))
 			return
 		}
 		vm.finish(t, nil, vm.classify(t, err))
@@ -149,15 +190,24 @@ func (vm *VM) resume(t *task, args ...lua.LValue) {
 	case st == lua.ResumeYield:
 		// Waiting for a reply or timer (t.waiting set by the function that
 		// yielded), or stuck in a bare coroutine.yield; either way the
-		// budget still runs.
-		if !t.queued {
-			t.queued = true
-			vm.timers.push(t.deadline, timerBudget, t.id)
+		// budget still runs. Only suspended tasks are in vm.tasks: a task
+		// that never suspends costs no map entry.
+		if t.budget == nil {
+			vm.tasks[t.id] = t
+			t.budget = vm.timers.push(t.deadline, timerBudget, t.id)
 		}
 	default:
 		// The loop never returns; if it did, the thread is spent.
 		vm.finish(t, vals, nil)
 	}
+}
+
+// callStackOverflow is the panic value of gopher-lua's full call stack.
+const callStackOverflow = lua.LString("lua callstack overflow")
+
+func isCallStackOverflow(err error) bool {
+	api, ok := err.(*lua.ApiError)
+	return ok && api.Object == callStackOverflow
 }
 
 // finish delivers a task's outcome once.
@@ -167,8 +217,10 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 	}
 	t.done = true
 	delete(vm.tasks, t.id)
-	if t.waiting != 0 {
+	vm.timers.remove(t.budget)
+	if p, ok := vm.pending[t.waiting]; ok && t.waiting != 0 {
 		delete(vm.pending, t.waiting) // a late result will find nothing
+		vm.timers.remove(p.timer)
 	}
 	switch {
 	case t.in != nil:
@@ -178,7 +230,7 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 	case t.onDone != nil:
 		t.onDone(vals, err)
 	case err != nil:
-		vm.Log.Warn("task failed", "task", t.what, "code", string(err.Code), "message", err.Message)
+		vm.Log.Warn("task failed", "task", t.label(), "code", string(err.Code), "message", err.Message)
 	}
 }
 
@@ -194,13 +246,59 @@ func (vm *VM) classify(t *task, err error) *codes.Error {
 			return &codes.Error{Code: codes.Code(code), Message: msg}
 		}
 	}
-	incident := fmt.Sprintf("%016x", rand.Uint64())
+	incident := newIncident()
 	msg := err.Error()
 	if api != nil && api.Object != nil {
 		msg = api.Object.String()
 	}
-	vm.Log.Error("handler failed", "incident", incident, "task", t.what, "error", msg, "traceback", vm.trace)
+	vm.Log.Error("handler failed", "incident", incident, "task", t.label(), "error", msg, "traceback", vm.trace)
 	return codes.New(codes.HandlerFailed, "internal error (incident %s)", incident)
+}
+
+// crashErr is what a task of a crashed VM answers.
+func (vm *VM) crashErr() *codes.Error {
+	if vm.crashError != nil {
+		return vm.crashError
+	}
+	return codes.New(codes.HandlerFailed, "internal error")
+}
+
+// newIncident returns a fresh incident id: 16 lowercase hex digits.
+func newIncident() string { return fmt.Sprintf("%016x", rand.Uint64()) }
+
+// guard marks the VM crashed when a Go panic passes through a call out of
+// it (the gateway's methods), logs it with its stack, and lets it go on.
+// gopher-lua turns the panic into a Lua error, which a pcall could swallow,
+// leaving a VM whose Go side may be inconsistent in service; marked, the
+// VM is replaced when the run ends. Use it as `defer vm.guard(what)`.
+func (vm *VM) guard(what string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	incident := newIncident()
+	vm.crashed = true
+	vm.crashError = codes.New(codes.HandlerFailed, "internal error (incident %s)", incident)
+	vm.Log.Error("go panic in "+what+"; the VM will be replaced", "incident", incident,
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	panic(r)
+}
+
+// catch turns a Go panic in a codec, called outside of any Lua run, into
+// handler_failed for the request (*err) and a crash of the VM, replaced
+// when the actor's step ends: the request still gets its one answer. Use it
+// as `defer vm.catch(what, &err)`.
+func (vm *VM) catch(what string, err **codes.Error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	incident := newIncident()
+	vm.crashed = true
+	vm.crashError = codes.New(codes.HandlerFailed, "internal error (incident %s)", incident)
+	vm.Log.Error("go panic "+what+"; the VM will be replaced", "incident", incident,
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	*err = vm.crashError
 }
 
 // Abort fails every live task with err: the VM is being replaced or
@@ -215,7 +313,7 @@ func (vm *VM) Abort(err *codes.Error) {
 // handler was stopped at the heap limit.
 func (vm *VM) Crashed() bool { return vm.crashed }
 
-// Busy is the number of live tasks and pending timers and calls.
+// Busy is the number of suspended tasks, and of pending timers and calls.
 func (vm *VM) Busy() (tasks, pending int) { return len(vm.tasks), len(vm.pending) }
 
 // InterruptHeap stops the handler running now, if any, with

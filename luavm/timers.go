@@ -23,35 +23,56 @@ type timerEntry struct {
 	seq  uint64 // keeps entries due at the same instant in the order they were set
 	kind timerKind
 	id   uint64
+	idx  int // its index in the heap; -1 once out of it
 }
 
-// timerHeap is a min-heap by time. Entries whose task or pending op is
-// gone stay until they come up and are then skipped: cheaper than removal.
+// timerHeap is a min-heap by time. An entry is removed as soon as what it
+// would wake is gone (a finished task's budget, a cancelled timeout, the
+// sleep of a task that timed out), so that a script cannot grow it without
+// bound by setting and cancelling long timers.
 type timerHeap struct {
-	entries []timerEntry
+	entries []*timerEntry
 	seq     uint64
 }
 
 func (h *timerHeap) Len() int { return len(h.entries) }
 func (h *timerHeap) Less(i, j int) bool {
-	a, b := &h.entries[i], &h.entries[j]
+	a, b := h.entries[i], h.entries[j]
 	if a.at.Equal(b.at) {
 		return a.seq < b.seq
 	}
 	return a.at.Before(b.at)
 }
-func (h *timerHeap) Swap(i, j int) { h.entries[i], h.entries[j] = h.entries[j], h.entries[i] }
-func (h *timerHeap) Push(x any)    { h.entries = append(h.entries, x.(timerEntry)) }
+func (h *timerHeap) Swap(i, j int) {
+	h.entries[i], h.entries[j] = h.entries[j], h.entries[i]
+	h.entries[i].idx, h.entries[j].idx = i, j
+}
+func (h *timerHeap) Push(x any) {
+	e := x.(*timerEntry)
+	e.idx = len(h.entries)
+	h.entries = append(h.entries, e)
+}
 func (h *timerHeap) Pop() any {
 	n := len(h.entries) - 1
 	e := h.entries[n]
+	h.entries[n] = nil
 	h.entries = h.entries[:n]
+	e.idx = -1
 	return e
 }
 
-func (h *timerHeap) push(at time.Time, kind timerKind, id uint64) {
+func (h *timerHeap) push(at time.Time, kind timerKind, id uint64) *timerEntry {
 	h.seq++
-	heap.Push(h, timerEntry{at: at, seq: h.seq, kind: kind, id: id})
+	e := &timerEntry{at: at, seq: h.seq, kind: kind, id: id}
+	heap.Push(h, e)
+	return e
+}
+
+// remove takes e out of the heap, if it is still in it.
+func (h *timerHeap) remove(e *timerEntry) {
+	if e != nil && e.idx >= 0 {
+		heap.Remove(h, e.idx)
+	}
 }
 
 // NextWake returns when the VM next needs Tick, and false when nothing is
@@ -67,11 +88,11 @@ func (vm *VM) NextWake() (time.Time, bool) {
 // tasks, finished sleeps, and shield.timeout callbacks, in time order.
 func (vm *VM) Tick(now time.Time) {
 	for len(vm.timers.entries) > 0 && !vm.timers.entries[0].at.After(now) {
-		e := heap.Pop(&vm.timers).(timerEntry)
+		e := heap.Pop(&vm.timers).(*timerEntry)
 		switch e.kind {
 		case timerBudget:
 			if t, ok := vm.tasks[e.id]; ok {
-				vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.what))
+				vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
 			}
 		case timerSleep:
 			if p, ok := vm.pending[e.id]; ok {
@@ -102,8 +123,12 @@ func (vm *VM) addPending(p *pending) (uint64, bool) {
 }
 
 // HandleResult resumes the task waiting for r (a call's reply). A result
-// nobody waits for any more (its task timed out) is dropped.
+// nobody waits for any more (its task timed out, or it was meant for the
+// VM this one replaced) is dropped.
 func (vm *VM) HandleResult(r *Result) {
+	if r.Gen != vm.gen {
+		return
+	}
 	p, ok := vm.pending[r.ID]
 	if !ok || p.kind != pendCall {
 		return

@@ -35,11 +35,22 @@ type Pair struct {
 // cyclic table is an error instead of a stack overflow.
 const maxValueDepth = 64
 
+// maxValueCount bounds the values one copy makes. A table referenced twice
+// is copied twice, so without it thirty lines of Lua (t = {t, t}, thirty
+// times) would ask for 2^30 copies and take the process down.
+const maxValueCount = 1 << 20
+
 // ToGo copies a Lua value out of its VM. Functions, coroutines and userdata
 // (other than shield.null) cannot leave a VM and are an error.
-func ToGo(L *lua.LState, v lua.LValue) (Value, error) { return toGo(L, v, 0) }
+func ToGo(L *lua.LState, v lua.LValue) (Value, error) {
+	budget := maxValueCount
+	return toGo(L, v, 0, &budget)
+}
 
-func toGo(L *lua.LState, v lua.LValue, depth int) (Value, error) {
+func toGo(L *lua.LState, v lua.LValue, depth int, budget *int) (Value, error) {
+	if *budget--; *budget < 0 {
+		return nil, fmt.Errorf("more than %d values in one copy", maxValueCount)
+	}
 	switch v := v.(type) {
 	case *lua.LNilType:
 		return nil, nil
@@ -64,7 +75,7 @@ func toGo(L *lua.LState, v lua.LValue, depth int) (Value, error) {
 				return
 			}
 			var gv Value
-			if gv, err = toGo(L, val, depth+1); err != nil {
+			if gv, err = toGo(L, val, depth+1, budget); err != nil {
 				return
 			}
 			if i, ok := k.(lua.LNumber); ok && float64(i) == float64(int(i)) && int(i) >= 1 && int(i) <= n {
@@ -78,7 +89,7 @@ func toGo(L *lua.LState, v lua.LValue, depth int) (Value, error) {
 			switch k.(type) {
 			case lua.LString, lua.LNumber, lua.LBool:
 				var gk Value
-				gk, _ = toGo(L, k, depth+1)
+				gk, _ = toGo(L, k, depth+1, budget)
 				t.Hash = append(t.Hash, Pair{Key: gk, Val: gv})
 			default:
 				err = fmt.Errorf("a table key of type %s cannot leave the VM", k.Type())

@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
 )
@@ -23,6 +25,9 @@ import (
 // DefaultLoadTimeout bounds a script's top-level code: a script that loops
 // forever at load fails the start instead of hanging it.
 const DefaultLoadTimeout = 5 * time.Second
+
+// generations numbers the VMs of the process, see Call.Gen.
+var generations atomic.Uint64
 
 // Spec is everything needed to spawn one VM of a service.
 type Spec struct {
@@ -55,30 +60,46 @@ type VM struct {
 	Init, Stop, ClientDisconnected *lua.LFunction
 
 	// The runtime. Only the actor's goroutine touches any of it.
-	host    Host
-	intr    *interrupt
-	shield  *lua.LTable    // the shield module
-	errMeta *lua.LTable    // metatable of shield error tables: marks them trusted
-	done    *lua.LUserData // yielded by the task loop when a handler returns
-	wait    *lua.LUserData // yielded by shield functions that suspend
-	noop    *lua.LFunction
-	body    *lua.LFunction // the pooled coroutines' loop
-	pool    []*lua.LState
-	tasks   map[uint64]*task
-	pending map[uint64]*pending
-	timers  timerHeap
-	nextID  uint64
-	current *task        // the task being resumed, if any
-	args    []lua.LValue // scratch for start
-	raised  bool         // the last error came through panicHook
-	trace   string       // its traceback
-	crashed bool
+	host   Host
+	intr   *interrupt
+	shield *lua.LTable // the shield module
+	ctx    *lua.LTable // every run's ctx, see installCtx
+
+	// Values converted once: a string or number stored in a table is
+	// boxed, an allocation each time.
+	ctxService, ctxInstance lua.LValue
+	gatewayName             string
+	gatewayValue            lua.LValue     // gatewayName, boxed
+	lastLine                int64          // the last ctx.deadline, unix ms
+	lastLineValue           lua.LValue     // lastLine, boxed
+	errMeta                 *lua.LTable    // metatable of shield error tables: marks them trusted
+	done                    *lua.LUserData // yielded by the task loop when a handler returns
+	wait                    *lua.LUserData // yielded by shield functions that suspend
+	noop                    *lua.LFunction
+	body                    *lua.LFunction // the pooled coroutines' loop
+	pool                    []*lua.LState
+	tasks                   map[uint64]*task
+	pending                 map[uint64]*pending
+	timers                  timerHeap
+	gen                     uint64 // this VM's generation, see Call.Gen
+	nextID                  uint64
+	current                 *task        // the task being resumed, if any
+	args                    []lua.LValue // scratch for start
+	raised                  bool         // the last error came through panicHook
+	trace                   string       // its traceback
+	crashed                 bool
+	// crashError is what the run that crashed answers, set with crashed
+	// by guard.
+	crashError *codes.Error
+	nesting    int // coroutines resumed inside the task's, see maxNesting
 }
 
 // handler is a compiled c2s or bidi route.
 type handler struct {
 	fn    *lua.LFunction
 	route *descriptor.Route
+	name  lua.LValue // route.Name and route.ID, boxed for client tables
+	id    lua.LValue
 }
 
 // New spawns a VM: it builds the sandbox, runs the script under the load
@@ -101,7 +122,7 @@ func New(spec Spec) (*VM, error) {
 	}
 	log = log.With("service", spec.Service, "instance", spec.Instance)
 	L := newSandbox(filepath.Dir(spec.Script), log)
-	vm := &VM{L: L, Service: spec.Service, Instance: spec.Instance, Log: log, spec: spec,
+	vm := &VM{L: L, Service: spec.Service, Instance: spec.Instance, Log: log, spec: spec, gen: generations.Add(1),
 		intr: newInterrupt(), tasks: map[uint64]*task{}, pending: map[uint64]*pending{}}
 	if err := vm.setup(); err != nil {
 		vm.Close()
@@ -130,7 +151,9 @@ func (vm *VM) setup() error {
 		return err
 	}
 	vm.installStrings()
+	vm.installBounded()
 	vm.installShield()
+	vm.installCtx()
 	return nil
 }
 
@@ -160,7 +183,7 @@ func (vm *VM) load(spec Spec) error {
 	fail := func(line int, format string, args ...any) error {
 		return config.Errors{{File: spec.Script, Line: line, Actor: spec.Service, Msg: fmt.Sprintf(format, args...)}}
 	}
-	fn, err := vm.L.LoadFile(spec.Script)
+	fn, err := loadFile(vm.L, spec.Script)
 	if err != nil {
 		return config.Errors{{File: spec.ConfigFile, Line: spec.ScriptLine, Actor: spec.Service, Msg: "script: " + loadMessage(err, spec.Script)}}
 	}
@@ -220,7 +243,7 @@ func (vm *VM) compile(spec Spec) error {
 						r.Binding, spec.Script, v.Type())})
 				continue
 			}
-			vm.handlers[r.ID] = handler{fn: fn, route: r}
+			vm.handlers[r.ID] = handler{fn: fn, route: r, name: lua.LString(r.Name), id: lua.LNumber(r.ID)}
 		}
 		if r.Direction.ToClient() {
 			vm.helpers[r.Binding] = r

@@ -68,9 +68,15 @@ func (a *Actor) loop() {
 	for {
 		if m, ok := a.control.pop(); ok {
 			if _, stop := m.(quit); stop {
-				a.safely(func(vm *luavm.VM) { vm.Abort(codes.New(codes.Unavailable, "service %s is stopping", a.id.Service)) })
-				a.vm.Load().Close()
+				if !a.dead.Load() { // a dead actor's VM is closed already
+					a.safely(func(vm *luavm.VM) { vm.Abort(codes.New(codes.Unavailable, "service %s is stopping", a.id.Service)) })
+					a.vm.Load().Close()
+				}
 				return
+			}
+			if a.dead.Load() {
+				a.rejectControl(m)
+				continue
 			}
 			a.safely(func(vm *luavm.VM) { a.handleControl(vm, m) })
 			continue
@@ -79,6 +85,10 @@ func (a *Actor) loop() {
 		select {
 		case <-a.control.signal:
 		case m := <-a.business:
+			if a.dead.Load() {
+				a.reject(m)
+				continue
+			}
 			a.safely(func(vm *luavm.VM) { a.handleBusiness(vm, m) })
 		case <-a.timer.C:
 			a.armedAt = time.Time{}
@@ -137,7 +147,7 @@ func (a *Actor) handleControl(vm *luavm.VM, m any) {
 // gets handler_failed, and a fresh VM runs its init (SPEC §6).
 func (a *Actor) safely(f func(vm *luavm.VM)) {
 	if a.dead.Load() {
-		return // reject already answered what was queued
+		return // the loop answers for a dead actor
 	}
 	vm := a.vm.Load()
 	defer func() {
@@ -179,24 +189,45 @@ func (a *Actor) replace(old *luavm.VM) {
 }
 
 // drainDead answers what waits in the business lane of an actor whose VM
-// is gone; later messages are refused at enqueue.
+// is gone; later messages are refused at enqueue, and those that slip in
+// between are answered by the loop.
 func (a *Actor) drainDead() {
-	unavailable := codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
 	for {
 		select {
 		case m := <-a.business:
-			switch m := m.(type) {
-			case *ingress.ClientIngress:
-				a.rt.respond(&egress.Response{SessionID: m.Client.Ref.SessionID, RouteID: m.Client.RouteID,
-					RequestID: m.Client.RequestID, Err: unavailable, Notify: m.Notify()})
-			case *luavm.Call:
-				if m.ID != 0 {
-					a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Err: unavailable})
-				}
-			}
+			a.reject(m)
 		default:
 			return
 		}
+	}
+}
+
+// reject answers a business message of a dead actor with unavailable.
+func (a *Actor) reject(m business) {
+	unavailable := codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
+	switch m := m.(type) {
+	case *ingress.ClientIngress:
+		a.rt.respond(&egress.Response{SessionID: m.Client.Ref.SessionID, RouteID: m.Client.RouteID,
+			RequestID: m.Client.RequestID, Err: unavailable, Notify: m.Notify()})
+	case *luavm.Call:
+		if m.ID != 0 {
+			a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Gen: m.Gen, Err: unavailable})
+		}
+	}
+}
+
+// rejectControl handles a control message of a dead actor: a hook answers
+// at once (so that Stop does not wait for it; there is no VM to stop, so
+// stop succeeds), and replies and disconnects have no VM to go to.
+func (a *Actor) rejectControl(m any) {
+	h, ok := m.(runHook)
+	switch {
+	case !ok:
+	case h.name == "stop":
+		h.done <- nil
+	default:
+		h.done <- fmt.Errorf("service %s instance %d: %s: %w", a.id.Service, a.id.Instance, h.name,
+			codes.New(codes.Unavailable, "the instance is out of service"))
 	}
 }
 

@@ -1,20 +1,15 @@
-package service
+package service_test
 
 import (
 	"fmt"
 	"testing"
-
-	"github.com/shieldrpc/shield/egress"
 )
 
 func TestCallChainAToBToA(t *testing.T) {
 	w := startWorld(t, map[string]string{
-		"actors.yaml": yaml(
-			`  - name: a
-    script: a.lua
-    rpc: {routes: [{id: 1, name: go, binding: go, requires_auth: false}]}`,
-			`  - name: b
-    script: b.lua`),
+		"actors.yaml": configYAML("",
+			actorYAML("a", "", "\n      - {id: 1, name: go, binding: go}"),
+			actorYAML("b", "", "")),
 		"a.lua": `local M = {}
 function M.go(ctx, client, req) return { v = shield.call("b", "twice", req.n) } end
 function M.inc(ctx, n) return n + 1 end
@@ -23,23 +18,14 @@ return M`,
 function M.twice(ctx, n) return 2 * shield.call("a", "inc", n) end
 return M`,
 	})
-	w.request(t, egress.ActorID{Service: "a"}, 1, 1, `{"n":20}`)
-	got := w.gw.waitResponses(t, 1)
-	if got[0].Err != nil || string(got[0].Body) != `{"v":42}` {
-		t.Fatalf("got %s %v", got[0].Body, got[0].Err)
-	}
+	expect(t, w.ask(t, "a", 1, `{"n":20}`), `{"v":42}`, "")
 }
 
 func TestThousandCallsInFlight(t *testing.T) {
 	w := startWorld(t, map[string]string{
-		"actors.yaml": yaml(
-			`  - name: a
-    script: a.lua
-    mailbox: 4096
-    rpc: {routes: [{id: 1, name: go, binding: go, requires_auth: false}]}`,
-			`  - name: b
-    script: b.lua
-    mailbox: 4096`),
+		"actors.yaml": configYAML("",
+			actorYAML("a", "mailbox: 4096", "\n      - {id: 1, name: go, binding: go}"),
+			actorYAML("b", "mailbox: 4096", "")),
 		"a.lua": `local M = {}
 function M.go(ctx, client, req) return { v = shield.call("b", "slow", req.n) } end
 return M`,
@@ -47,18 +33,11 @@ return M`,
 function M.slow(ctx, n) shield.sleep(50) return n end
 return M`,
 	})
+	ids := make([]uint64, 0, 1000)
 	for i := 1; i <= 1000; i++ {
-		w.request(t, egress.ActorID{Service: "a"}, 1, uint64(i), fmt.Sprintf(`{"n":%d}`, i))
+		ids = append(ids, w.send(t, "a", 1, fmt.Sprintf(`{"n":%d}`, i)))
 	}
-	got := w.gw.waitResponses(t, 1000)
-	seen := map[uint64]bool{}
-	for _, r := range got {
-		if r.Err != nil || string(r.Body) != fmt.Sprintf(`{"v":%d}`, r.RequestID) {
-			t.Fatalf("request %d: %s %v", r.RequestID, r.Body, r.Err)
-		}
-		seen[r.RequestID] = true
-	}
-	if len(seen) != 1000 {
-		t.Fatalf("%d distinct answers", len(seen))
+	for i, id := range ids {
+		expect(t, w.await(t, id), fmt.Sprintf(`{"v":%d}`, i+1), "")
 	}
 }

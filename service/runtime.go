@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -98,7 +99,7 @@ func (rt *Runtime) respond(r *egress.Response) {
 
 // Start runs every actor and every VM's init, and returns when all inits
 // have finished; an init that fails fails the start (the runtime is then
-// stopped). ctx bounds the wait.
+// stopped, and a later Stop does nothing). ctx bounds the wait.
 func (rt *Runtime) Start(ctx context.Context) error {
 	for _, actors := range rt.services {
 		for _, a := range actors {
@@ -108,7 +109,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	rt.watchStop, rt.watchDone = make(chan struct{}), make(chan struct{})
 	go rt.watchHeap()
 	if err := rt.hook(ctx, "init"); err != nil {
-		rt.halt()
+		rt.stopOnce.Do(rt.halt)
 		return err
 	}
 	return nil
@@ -116,21 +117,22 @@ func (rt *Runtime) Start(ctx context.Context) error {
 
 // Stop runs every VM's stop hook, waits for them (bounded by ctx), then
 // ends every actor: whatever is still in flight fails with unavailable.
-// It returns when every actor goroutine has exited. Calling it twice is
-// harmless.
+// It returns when every actor goroutine has exited. Calling it twice, or
+// after a failed Start, is harmless.
 func (rt *Runtime) Stop(ctx context.Context) error {
 	var err error
 	rt.stopOnce.Do(func() {
+		if rt.watchStop == nil {
+			return // never started
+		}
 		err = rt.hook(ctx, "stop")
 		rt.halt()
 	})
 	return err
 }
 
+// halt ends every actor and the heap watcher. It runs once, under stopOnce.
 func (rt *Runtime) halt() {
-	if rt.watchStop == nil {
-		return // never started
-	}
 	for _, actors := range rt.services {
 		for _, a := range actors {
 			a.control.push(quit{})
@@ -281,30 +283,65 @@ func (rt *Runtime) Disconnect(target egress.ActorID, d *ingress.Disconnected) {
 // watchHeap stops running handlers while the Go heap is above the limit:
 // the string library caps what one call builds, but a loop that grows a
 // table or concatenates can still eat the process.
+//
+// The heap counts garbage until a collection frees it, and right after a
+// runaway handler is stopped its table is exactly that: left alone, the
+// heap would stay above the limit until the next cycle, and every handler
+// that ran meanwhile would be stopped for nothing. So while the heap is
+// within the collector's goal for the cycle (what is above the limit may be
+// garbage), a reading above the limit is confirmed by a forced collection
+// (at most one per gcEvery) before anything is stopped. A heap past the
+// goal is growing faster than the collector can keep up with, which is
+// what a runaway handler does: it is stopped at once, without waiting for
+// a collection while it allocates on.
 func (rt *Runtime) watchHeap() {
 	defer close(rt.watchDone)
 	if rt.opts.HeapLimitBytes <= 0 {
 		<-rt.watchStop
 		return
 	}
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	const gcEvery = 100 * time.Millisecond
+	limit := uint64(rt.opts.HeapLimitBytes)
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+	read := func() (heap, goal uint64) {
+		metrics.Read(samples)
+		if samples[0].Value.Kind() == metrics.KindUint64 {
+			heap = samples[0].Value.Uint64()
+		}
+		goal = ^uint64(0)
+		if samples[1].Value.Kind() == metrics.KindUint64 {
+			goal = samples[1].Value.Uint64()
+		}
+		return heap, goal
+	}
 	tick := time.NewTicker(rt.opts.HeapCheckEvery)
 	defer tick.Stop()
+	var lastGC time.Time
 	for {
 		select {
 		case <-rt.watchStop:
 			return
 		case <-tick.C:
 		}
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 || int64(sample[0].Value.Uint64()) < rt.opts.HeapLimitBytes {
+		heap, goal := read()
+		if heap < limit {
 			continue
+		}
+		if heap <= goal {
+			if time.Since(lastGC) < gcEvery {
+				continue
+			}
+			runtime.GC()
+			lastGC = time.Now()
+			if heap, _ = read(); heap < limit {
+				continue
+			}
 		}
 		for _, actors := range rt.services {
 			for _, a := range actors {
 				if a.vm.Load().InterruptHeap() {
 					rt.log.Warn("heap limit passed: handler stopped", "service", a.id.Service, "instance", a.id.Instance,
-						"heap_bytes", sample[0].Value.Uint64(), "limit", rt.opts.HeapLimitBytes)
+						"heap_bytes", heap, "limit", limit)
 				}
 			}
 		}

@@ -1,0 +1,170 @@
+package service_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/shieldrpc/shield/codec"
+	"github.com/shieldrpc/shield/ingress"
+)
+
+// crashy panics the recording gateway from Lua in several ways. Its init
+// logs, so that the test can count the VMs that were spawned, and count
+// keeps state that a fresh VM does not have.
+const crashy = `local M = {}
+local counter = 0
+function M.init(ctx) shield.log.info("init ran", "instance", ctx.instance) end
+function M.push(ctx, client, req) shield.client_rpc.note(client, "panic") return "survived" end
+function M.bind(ctx, client, req) shield.client.bind(client, "panic", "a") return "survived" end
+function M.pcall_bind(ctx, client, req) local ok = pcall(shield.client.bind, client, "panic", "a") return "survived" end
+function M.push_in_timer(ctx, client, req)
+  shield.timeout(1, function() shield.client_rpc.note(client, "panic") end)
+  return "queued"
+end
+function M.count(ctx, client, req) counter = counter + 1 return counter end
+function M.sleeper(ctx, client, req) shield.sleep(5000) return "woke" end
+function M.caller(ctx, client, req) return shield.call("b", "slow") end
+function M.inc(ctx, n) return n + 1 end
+return M`
+
+const crashyRoutes = `
+      - {id: 1, binding: push}
+      - {id: 2, binding: bind}
+      - {id: 3, binding: pcall_bind}
+      - {id: 4, binding: push_in_timer}
+      - {id: 5, binding: count}
+      - {id: 6, binding: sleeper}
+      - {id: 7, binding: caller}
+      - {id: 200, binding: note, direction: s2c}`
+
+// TestGoPanicReplacesVM checks SPEC §6's last row: a Go panic under a
+// handler fails the request with handler_failed, counts a restart, and a
+// fresh VM (its init run again) serves what comes next.
+func TestGoPanicReplacesVM(t *testing.T) {
+	w := startWorld(t, map[string]string{
+		"actors.yaml": configYAML("",
+			actorYAML("a", "", crashyRoutes),
+			actorYAML("b", "", "")),
+		"a.lua": crashy,
+		"b.lua": `local M = {}
+function M.slow(ctx) shield.sleep(300) return "slow" end
+return M`,
+	})
+	w.logs.waitRecords(t, "init ran", 1)
+	for i, c := range []struct {
+		name  string
+		route uint32
+		want  string
+	}{
+		{"push", 1, "client_rpc.handler_failed"},
+		{"bind", 2, "client_rpc.handler_failed"},
+		{"bind caught by pcall", 3, "client_rpc.handler_failed"},
+		{"push in a timer", 4, `"queued"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Some state for the crash to lose.
+			w.ask(t, "a", 5, "{}")
+			w.ask(t, "a", 5, "{}")
+			sleeping := w.send(t, "a", 6, "{}")
+			calling := w.send(t, "a", 7, "{}")
+			expect(t, w.ask(t, "a", c.route, "{}"), c.want, incidentMsg.String())
+			// The VM is replaced once, and the old VM's waiting tasks fail.
+			wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == i+1 })
+			expect(t, w.await(t, sleeping), "client_rpc.handler_failed", "")
+			expect(t, w.await(t, calling), "client_rpc.handler_failed", "")
+			w.logs.waitRecords(t, "init ran", i+2)
+			// The fresh VM starts from scratch and serves.
+			expect(t, w.ask(t, "a", 5, "{}"), "1", "")
+			// b's late reply to the old VM's call resumes nothing in the new
+			// one.
+			time.Sleep(350 * time.Millisecond)
+			expect(t, w.ask(t, "a", 5, "{}"), "2", "")
+		})
+	}
+	if n := len(w.logs.records("init ran")); n != 5 {
+		t.Fatalf("init ran %d times, want 5", n)
+	}
+	if w.metrics.get("b") != 0 {
+		t.Fatal("b restarted")
+	}
+	var panics int
+	for _, r := range w.logs.records("") {
+		if r["level"] == "ERROR" && r["stack"] != nil && r["incident"] != nil {
+			panics++
+		}
+	}
+	if panics != 4 {
+		t.Fatalf("%d panics logged with their stack, want 4", panics)
+	}
+}
+
+// TestReplacementFails checks an instance whose VM cannot be replaced (its
+// script is gone): requests are answered with unavailable, and Stop still
+// returns.
+func TestReplacementFails(t *testing.T) {
+	w := startWorld(t, map[string]string{
+		"actors.yaml": configYAML("", actorYAML("a", "", crashyRoutes), actorYAML("b", "", "")),
+		"a.lua":       crashy,
+		"b.lua":       `return {}`,
+	})
+	if err := os.Remove(filepath.Join(w.dir, "a.lua")); err != nil {
+		t.Fatal(err)
+	}
+	sleeping := w.send(t, "a", 6, "{}")
+	crash := w.send(t, "a", 1, "{}")
+	queued := make([]uint64, 0, 3)
+	for i := 0; i < 3; i++ {
+		queued = append(queued, w.send(t, "a", 5, "{}"))
+	}
+	expect(t, w.await(t, crash), "client_rpc.handler_failed", "")
+	expect(t, w.await(t, sleeping), "client_rpc.handler_failed", "")
+	for _, id := range queued {
+		r := w.await(t, id)
+		if r.Err == nil && string(r.Body) != "1" {
+			t.Fatalf("queued request: %s", r.Body)
+		}
+		if r.Err != nil && r.Err.Code != "client_rpc.unavailable" {
+			t.Fatalf("queued request: %v", r.Err)
+		}
+	}
+	w.logs.waitRecords(t, "cannot replace VM; the instance is out of service", 1)
+	in := &ingress.ClientIngress{Client: client(1, 5), Body: []byte("{}"), Codec: "json"}
+	if err := w.rt.Deliver(actorID("a"), in); err == nil || err.Code != "client_rpc.unavailable" {
+		t.Fatalf("deliver to a dead instance: %v", err)
+	}
+}
+
+// panicky is a body codec that panics, standing in for a codec bug.
+type panicky struct{}
+
+func (panicky) Name() string { return "test-panicky" }
+func (panicky) Decode(L *lua.LState, _ string, body []byte) (lua.LValue, error) {
+	if string(body) == "panic" {
+		panic("panicky: decode asked to panic")
+	}
+	return lua.LString(body), nil
+}
+func (panicky) Encode(*lua.LState, string, lua.LValue) ([]byte, error) {
+	panic("panicky: encode always panics")
+}
+
+// TestCodecPanic checks that a Go panic in a codec, outside any Lua run,
+// still answers the request (handler_failed) and replaces the VM.
+func TestCodecPanic(t *testing.T) {
+	codec.Register(panicky{})
+	w := startWorld(t, map[string]string{
+		"actors.yaml": configYAML("", actorYAML("a", "", crashyRoutes)),
+		"a.lua":       crashy,
+	})
+	for i, body := range []string{"panic", "fine"} { // the decode panics, then the encode
+		id := w.next.Add(1)
+		w.deliver(t, "a", &ingress.ClientIngress{Client: client(id, 5), Body: []byte(body), Codec: "test-panicky"})
+		expect(t, w.await(t, id), "client_rpc.handler_failed", incidentMsg.String())
+		wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == i+1 })
+	}
+	expect(t, w.ask(t, "a", 5, "{}"), "1", "")
+}

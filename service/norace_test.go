@@ -1,0 +1,7 @@
+//go:build !race
+
+package service_test
+
+const raceEnabled = false
+
+const patience = 1
