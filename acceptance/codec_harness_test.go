@@ -23,10 +23,6 @@ import (
 	"github.com/shieldrpc/shield/client"
 )
 
-// codecWaiting is the reason the codec acceptance tests skip until the
-// runtime decodes with the registered codecs, validates with the schemas
-// and encodes pushes per listener codec.
-const codecWaiting = "waiting for luavm integration"
 
 // codecListener is one listener of a codec test config.
 type codecListener struct {

@@ -23,7 +23,6 @@ func pbCall(t testing.TB, c *client.Client, route uint32, body []byte) []byte {
 // with bodies written and read by protobuf-go from configs/proto/game.pb:
 // log in, join a room, move, and see the position push.
 func TestCodecProtobufGame(t *testing.T) {
-	t.Skip(codecWaiting)
 	pb := loadGameProto(t)
 	g := startCodecGame(t, codecGameConfig(t, false, codecListener{"pb", "idlen", "protobuf"}))
 	alice, bob := g.dialCodec(t, "pb", "idlen"), g.dialCodec(t, "pb", "idlen")
@@ -59,7 +58,6 @@ func TestCodecProtobufGame(t *testing.T) {
 // TestCodecProtobufZeroMove: with explicit presence, a move to 0 reaches
 // Lua as 0 and comes back in the push as 0.
 func TestCodecProtobufZeroMove(t *testing.T) {
-	t.Skip(codecWaiting)
 	pb := loadGameProto(t)
 	g := startCodecGame(t, codecGameConfig(t, false, codecListener{"pb", "typelen", "protobuf"}))
 	c := g.dialCodec(t, "pb", "typelen")
@@ -78,7 +76,6 @@ func TestCodecProtobufZeroMove(t *testing.T) {
 // TestCodecProtobufDecodeFailed: a body that is not the route's message
 // gets client_rpc.decode_failed; the session goes on.
 func TestCodecProtobufDecodeFailed(t *testing.T) {
-	t.Skip(codecWaiting)
 	pb := loadGameProto(t)
 	g := startCodecGame(t, codecGameConfig(t, false, codecListener{"pb", "idlen", "protobuf"}))
 	c := g.dialCodec(t, "pb", "idlen")
@@ -105,7 +102,6 @@ func TestCodecProtobufDecodeFailed(t *testing.T) {
 // TestCodecProtobufBusinessErrorStaysJSON: error frames keep their JSON
 // body on a protobuf listener (SPEC §8: error and notice bodies stay JSON).
 func TestCodecProtobufBusinessErrorStaysJSON(t *testing.T) {
-	t.Skip(codecWaiting)
 	pb := loadGameProto(t)
 	g := startCodecGame(t, codecGameConfig(t, false, codecListener{"pb", "idlen", "protobuf"}))
 	c := g.dialCodec(t, "pb", "idlen")
@@ -123,7 +119,6 @@ func TestCodecProtobufBusinessErrorStaysJSON(t *testing.T) {
 // a protobuf session as the position message, each in its listener's
 // codec.
 func TestCodecMixedListenersPush(t *testing.T) {
-	t.Skip(codecWaiting)
 	pb := loadGameProto(t)
 	g := startCodecGame(t, codecGameConfig(t, false,
 		codecListener{"web", "idlen", "json"}, codecListener{"pb", "idlen", "protobuf"}))

@@ -27,7 +27,6 @@ func expectCode(t testing.TB, c *client.Client, route uint32, req any, code code
 // configs/schemas: bodies that break a schema are refused before the
 // handler with SPEC §6's "<pointer>: <reason>"; good ones play as usual.
 func TestCodecSchemaViolation(t *testing.T) {
-	t.Skip(codecWaiting)
 	g := startCodecGame(t, codecGameConfig(t, true, codecListener{"web", "idlen", "json"}))
 	c := g.dialCodec(t, "web", "idlen")
 
@@ -49,7 +48,6 @@ func TestCodecSchemaViolation(t *testing.T) {
 // not JSON reaches the handler as a string, never as a schema_violation or
 // decode_failed; the handler decides (auth refuses a string).
 func TestCodecSchemaNonJSONReachesHandler(t *testing.T) {
-	t.Skip(codecWaiting)
 	g := startCodecGame(t, codecGameConfig(t, true, codecListener{"web", "idlen", "json"}))
 	c := g.dialCodec(t, "web", "idlen")
 	expectCode(t, c, routeLogin, []byte("not json"), "auth.bad_request", "user is required")
@@ -58,7 +56,6 @@ func TestCodecSchemaNonJSONReachesHandler(t *testing.T) {
 // TestCodecSchemaLegacyEnvelope: the legacy envelopes carry JSON wrappers;
 // the payload is what the schema checks.
 func TestCodecSchemaLegacyEnvelope(t *testing.T) {
-	t.Skip(codecWaiting)
 	g := startCodecGame(t, codecGameConfig(t, true, codecListener{"lines", "delimiter", "json"}))
 	c := g.dialCodec(t, "lines", "delimiter")
 	expectCode(t, c, routeLogin, map[string]any{"user": 7}, codes.SchemaViolation, "/user: expected string, but got number")

@@ -55,9 +55,22 @@ func Compile(path string, opts Options) (*Report, error) {
 	}
 	table, merrs := descriptor.Merge(cfg)
 	errs = append(errs, merrs...)
+	// TLS files are checked here so that `gateway check` reports a
+	// missing or broken certificate, as it reports a broken script.
+	for i := range cfg.Network.Listeners {
+		l := &cfg.Network.Listeners[i]
+		if _, err := gateway.TLSConfig(l); err != nil {
+			errs = append(errs, &config.Error{File: cfg.File, Line: l.Line, Msg: fmt.Sprintf("listener %q: %v", l.Name, err)})
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errs.Err()
 	}
+	schemas, err := SetupCodecs(cfg, table)
+	if err != nil {
+		return nil, err
+	}
+	pushCodecs := BodyCodecKeys(cfg)
 
 	rep := &Report{Config: cfg, Table: table, VMs: make(map[string][]*luavm.VM, len(cfg.Actors))}
 	for i := range cfg.Actors {
@@ -75,6 +88,8 @@ func Compile(path string, opts Options) (*Report, error) {
 				HandlerTimeout: a.HandlerTimeout,
 				MaxPending:     a.MaxPending,
 				Logger:         opts.Logger,
+				Schemas:        schemas,
+				PushCodecs:     pushCodecs,
 			})
 			if err != nil {
 				var verrs config.Errors

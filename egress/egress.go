@@ -48,11 +48,13 @@ type Response struct {
 	Received time.Time
 }
 
-// Push is one s2c (or bidi) frame for one or many sessions. Body is encoded
-// once, whatever the number of targets.
+// Push is one s2c (or bidi) frame for one or many sessions. The body is
+// encoded once per body codec in use (Bodies, keyed like a listener's
+// codec: "json", "raw", "protobuf/<listener>"), whatever the number of
+// targets; each target gets the body of its session's codec.
 type Push struct {
 	RouteID uint32
-	Body    []byte
+	Bodies  map[string][]byte
 	Targets []ClientRef
 }
 

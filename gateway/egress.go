@@ -62,9 +62,24 @@ func (g *Gateway) Push(p *egress.Push) []codes.Code {
 		g.m.EgressRejected.WithLabelValues(codes.DirectionRejected.Reason()).Add(float64(len(out)))
 		return out
 	}
-	f := &envelope.Frame{Kind: envelope.Push, RouteID: p.RouteID, Route: r.Name, Body: p.Body}
+	// One shared frame per codec, built when a target first needs it.
+	frames := make(map[string]*envelope.Frame, len(p.Bodies))
 	for i, ref := range p.Targets {
 		s, code := g.check(ref)
+		var f *envelope.Frame
+		if code == "" {
+			key := g.codecKeys[s.Binding().Profile]
+			if f = frames[key]; f == nil {
+				if body, ok := p.Bodies[key]; ok {
+					f = &envelope.Frame{Kind: envelope.Push, RouteID: p.RouteID, Route: r.Name, Body: body}
+					frames[key] = f
+				} else {
+					// The service's value has no encoding for this
+					// session's codec (a table for a raw listener).
+					code = codes.HandlerFailed
+				}
+			}
+		}
 		if code == "" && !s.Enqueue(f) {
 			code = codes.QueueFull
 			g.m.LimitsHit.WithLabelValues("outbound_queue").Inc()

@@ -6,10 +6,12 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +54,9 @@ type Gateway struct {
 	log      *slog.Logger
 	sessions *session.Table
 	policy   session.BindPolicy
+	// codecKeys maps a listener (a session's Binding.Profile) to its body
+	// codec key, to pick a push's body.
+	codecKeys map[string]string
 
 	nextID    atomic.Uint64
 	live      atomic.Int64 // connections being served, for max_sessions
@@ -59,8 +64,13 @@ type Gateway struct {
 
 	mu       sync.Mutex // guards draining
 	draining bool
-	accepts  sync.WaitGroup // accept loops
+	accepts  sync.WaitGroup // accept loops (for ws: the HTTP servers' Serve)
 	conns    sync.WaitGroup // connection goroutines
+
+	// stop ends when the gateway stops accepting: TLS handshakes in
+	// progress are abandoned then.
+	stop       context.Context
+	cancelStop context.CancelFunc
 }
 
 var _ egress.Gateway = (*Gateway)(nil)
@@ -82,15 +92,27 @@ func New(o Options) (*Gateway, error) {
 		log:      o.Logger,
 		sessions: session.NewTable(),
 	}
+	g.stop, g.cancelStop = context.WithCancel(context.Background())
 	g.policy = session.BindPolicy{KickOld: o.Config.Session.DuplicateLogin == "kick_old", Pick: o.Services.Pick}
+	g.codecKeys = map[string]string{}
 	for i := range o.Config.Network.Listeners {
 		lc := &o.Config.Network.Listeners[i]
+		g.codecKeys[lc.Name] = BodyCodecKey(lc)
 		codec, err := envelope.New(lc.Protocol.Envelope, envelope.FromClient, lc.Protocol.MaxFrameBytes)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: listener %q: %w", lc.Name, err)
 		}
+		switch lc.Transport {
+		case "tcp", "ws":
+		default:
+			return nil, fmt.Errorf("gateway: listener %q: unknown transport %q", lc.Name, lc.Transport)
+		}
+		tc, err := TLSConfig(lc)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: listener %q: %w", lc.Name, err)
+		}
 		g.listeners = append(g.listeners, &listener{cfg: lc, codec: codec, bodyCodec: BodyCodecKey(lc),
-			unwrap: !codec.Legacy() && lc.Protocol.Body == "json"})
+			unwrap: !codec.Legacy() && lc.Protocol.Body == "json", tls: tc})
 	}
 	return g, nil
 }
@@ -105,16 +127,22 @@ func (g *Gateway) Sessions() *session.Table { return g.sessions }
 // that a caller (or a test using port 0) can read the addresses first.
 func (g *Gateway) Listen() error {
 	for _, l := range g.listeners {
-		if l.cfg.Transport != "tcp" || l.cfg.TLS != nil {
-			g.closeListeners()
-			return fmt.Errorf("gateway: listener %q: only plain tcp is served in this version", l.cfg.Name)
-		}
 		ln, err := net.Listen("tcp", l.cfg.Address)
 		if err != nil {
 			g.closeListeners()
 			return fmt.Errorf("gateway: listener %q: %w", l.cfg.Name, err)
 		}
 		l.ln = ln
+		if l.cfg.Transport == "ws" {
+			l.http = g.newWSServer(l)
+			// SPEC §3: an empty allowed_origins makes no Origin check, on
+			// any address. Say so where it matters: any web page a
+			// player visits can then open a session to this listener.
+			if len(l.cfg.AllowedOrigins) == 0 && !loopback(ln.Addr()) {
+				g.log.Warn("ws listener accepts upgrades from any web origin; set allowed_origins to restrict it",
+					"listener", l.cfg.Name, "address", ln.Addr().String())
+			}
+		}
 	}
 	return nil
 }
@@ -133,14 +161,30 @@ func (g *Gateway) Addr(name string) net.Addr {
 func (g *Gateway) Serve() {
 	for _, l := range g.listeners {
 		g.accepts.Add(1)
-		go g.acceptLoop(l)
+		switch l.cfg.Transport {
+		case "ws":
+			go func() {
+				defer g.accepts.Done()
+				// Serve returns http.ErrServerClosed once StopAccepting
+				// closed the server; admit retries every other error.
+				_ = l.http.Serve(&admitListener{Listener: l.ln, g: g, l: l})
+			}()
+		default:
+			go g.acceptLoop(l)
+		}
 	}
 }
 
+// closeListeners closes every bound listener; a ws listener's HTTP server
+// also closes the connections still in their handshakes (upgraded ones are
+// no longer its own).
 func (g *Gateway) closeListeners() {
 	for _, l := range g.listeners {
 		if l.ln != nil {
 			l.ln.Close()
+		}
+		if l.http != nil {
+			l.http.Close()
 		}
 	}
 }
@@ -151,6 +195,7 @@ func (g *Gateway) StopAccepting() {
 	g.mu.Lock()
 	g.draining = true
 	g.mu.Unlock()
+	g.cancelStop()
 	g.closeListeners()
 	g.accepts.Wait()
 }
@@ -176,17 +221,45 @@ closeAll:
 	g.conns.Wait()
 }
 
-// acceptLoop accepts until its listener closes. An accept error backs off
-// and retries, as net/http does: running out of file descriptors must not
-// stop a listener.
+// acceptLoop accepts a tcp listener's connections until it closes. Each
+// runs on a goroutine of its own: a TLS handshake first (with its own
+// deadline), then the session.
 func (g *Gateway) acceptLoop(l *listener) {
 	defer g.accepts.Done()
+	for {
+		nc, err := g.admit(l)
+		if err != nil {
+			return
+		}
+		g.conns.Add(1)
+		go func() {
+			defer g.conns.Done()
+			defer g.live.Add(-1)
+			if l.tls != nil {
+				tc, ok := g.tlsHandshake(l, nc)
+				if !ok {
+					return
+				}
+				nc = tc
+			}
+			g.serve(l, newStreamConn(nc, l.codec))
+		}()
+	}
+}
+
+// admit accepts the next connection the gateway has room for and counts it
+// in g.live; whoever ends it gives the slot back. An accept error such as
+// running out of file descriptors backs off and retries, as net/http does:
+// it must not stop a listener (SPEC §9). A connection over max_sessions is
+// closed at once and counted. admit returns an error only when the listener
+// is closed.
+func (g *Gateway) admit(l *listener) (net.Conn, error) {
 	var backoff time.Duration
 	for {
 		nc, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
-				return
+				return nil, err
 			}
 			g.m.AcceptErrors.Inc()
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
@@ -194,7 +267,6 @@ func (g *Gateway) acceptLoop(l *listener) {
 			time.Sleep(backoff)
 			continue
 		}
-		backoff = 0
 		if g.live.Load() >= int64(g.cfg.Session.MaxSessions) {
 			g.m.SessionsRefused.Inc()
 			g.m.LimitsHit.WithLabelValues("max_sessions").Inc()
@@ -202,19 +274,16 @@ func (g *Gateway) acceptLoop(l *listener) {
 			continue
 		}
 		g.live.Add(1)
-		g.conns.Add(1)
-		go func() {
-			defer g.conns.Done()
-			defer g.live.Add(-1)
-			g.serve(l, nc)
-		}()
+		return nc, nil
 	}
 }
 
 // listener is one configured listener and its wire profile.
 type listener struct {
 	cfg       *config.Listener
-	ln        net.Listener
+	ln        net.Listener   // the bound TCP socket, whatever the transport
+	http      *http.Server   // ws only: serves the upgrades
+	tls       *tls.Config    // nil: no tls: block
 	codec     envelope.Codec // decodes client frames; encodes the gateway's
 	bodyCodec string         // the key services look the body codec up by
 	unwrap    bool           // header envelope + json body: SPEC §3 tolerance applies

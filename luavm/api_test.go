@@ -144,7 +144,7 @@ return M`,
 	}
 	var many *egress.Push
 	for _, p := range w.gw.pushes {
-		if string(p.Body) == `{"hello":"many"}` {
+		if string(p.Bodies["json"]) == `{"hello":"many"}` {
 			many = p
 		}
 	}

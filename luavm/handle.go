@@ -1,6 +1,7 @@
 package luavm
 
 import (
+	"errors"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -89,6 +90,9 @@ func (vm *VM) decodeRequest(in *ingress.ClientIngress, h handler) (_ lua.LValue,
 			// reaches the handler as a string, never as decode_failed.
 			return lua.LString(body), nil
 		}
+		if err := vm.spec.Schemas.Validate(h.route.ID, body); err != nil {
+			return nil, asCodeError(err, codes.SchemaViolation)
+		}
 		return v, nil
 	case "raw":
 		return lua.LString(body), nil
@@ -97,11 +101,21 @@ func (vm *VM) decodeRequest(in *ingress.ClientIngress, h handler) (_ lua.LValue,
 	if !ok {
 		return nil, codes.New(codes.DecodeFailed, "no body codec %q", in.Codec)
 	}
-	v, err := c.Decode(vm.L, h.route.RequestSchema, body)
+	v, err := c.Decode(vm.L, codec.SchemaName(h.route), body)
 	if err != nil {
-		return nil, codes.New(codes.DecodeFailed, "%v", err)
+		return nil, asCodeError(err, codes.DecodeFailed)
 	}
 	return v, nil
+}
+
+// asCodeError keeps a codec's own coded error as it is (wrapping it again
+// would put the code in the message twice) and gives anything else code.
+func asCodeError(err error, code codes.Code) *codes.Error {
+	var ce *codes.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return codes.New(code, "%v", err)
 }
 
 // respond sends a request's one answer; a notify's outcome is only logged.
@@ -155,7 +169,7 @@ func (vm *VM) encodeResponse(t *task, in *ingress.ClientIngress, vals []lua.LVal
 	}
 	schema := ""
 	if h.route != nil {
-		schema = h.route.RequestSchema
+		schema = codec.SchemaName(h.route)
 	}
 	b, err := c.Encode(vm.L, schema, v)
 	if err != nil {

@@ -2,6 +2,7 @@ package luavm
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 
@@ -187,6 +188,40 @@ func (vm *VM) raiseErr(L *lua.LState, err error) {
 	vm.raise(L, codes.HandlerFailed, "%v", err)
 }
 
+// encodePush encodes a push body once per body codec in use. A codec that
+// cannot encode the value (a table for raw) is left out, and the gateway
+// refuses that codec's sessions; when no codec can, the helper raises.
+func (vm *VM) encodePush(L *lua.LState, r *descriptor.Route, v lua.LValue) map[string][]byte {
+	keys := vm.spec.PushCodecs
+	if len(keys) == 0 {
+		keys = []string{codec.JSONName}
+	}
+	bodies := make(map[string][]byte, len(keys))
+	var first error
+	for _, key := range keys {
+		var b []byte
+		var err error
+		if key == codec.JSONName {
+			b, err = codec.AppendJSON(nil, L, v)
+		} else if c, ok := codec.Lookup(key); ok {
+			b, err = c.Encode(L, codec.SchemaName(r), v)
+		} else {
+			err = fmt.Errorf("no body codec %q", key)
+		}
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		bodies[key] = b
+	}
+	if len(bodies) == 0 {
+		L.ArgError(2, first.Error())
+	}
+	return bodies
+}
+
 // pushHelper is shield.client_rpc.<binding>(target, body): target is one
 // client or ref (-> true | nil, code) or an array of them (-> accepted
 // count, {index = code} for each rejected one). The body is encoded once.
@@ -194,13 +229,9 @@ func (vm *VM) pushHelper(r *descriptor.Route) lua.LGFunction {
 	name := "shield.client_rpc." + r.Binding
 	return func(L *lua.LState) int {
 		target := L.CheckTable(1)
-		body, err := codec.AppendJSON(nil, L, L.Get(2))
-		if err != nil {
-			L.ArgError(2, err.Error())
-		}
 		gw := vm.gateway(L, name)
 		single := target.RawGetString("session_id") != lua.LNil
-		p := &egress.Push{RouteID: r.ID, Body: body}
+		p := &egress.Push{RouteID: r.ID, Bodies: vm.encodePush(L, r, L.Get(2))}
 		if single {
 			p.Targets = []egress.ClientRef{checkRef(L, 1)}
 		} else {

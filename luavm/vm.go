@@ -17,6 +17,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
@@ -42,6 +43,11 @@ type Spec struct {
 	HandlerTimeout time.Duration // a handler run's budget; 0: config.DefaultHandlerTimeout
 	MaxPending     int           // timers and calls in flight; 0: config.DefaultMaxPending
 	Logger         *slog.Logger  // nil: slog.Default()
+	// Schemas validates json requests before the handler runs; nil: none.
+	Schemas *codec.Schemas
+	// PushCodecs are the body codec keys of every listener: a push is
+	// encoded once for each. Empty: json only.
+	PushCodecs []string
 }
 
 // VM is one sandboxed Lua state running a service script.

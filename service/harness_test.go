@@ -62,7 +62,7 @@ func (r *recorder) Respond(x *egress.Response) {
 }
 
 func (r *recorder) Push(p *egress.Push) []codes.Code {
-	if string(p.Body) == `"panic"` {
+	if string(p.Bodies["json"]) == `"panic"` {
 		panic("recorder: push asked to panic")
 	}
 	r.mu.Lock()
