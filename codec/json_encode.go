@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -17,8 +18,9 @@ type EncodeError struct {
 	// Path is the JSON Pointer of the bad value in the document being
 	// written: object keys as written, array indices 0-based, "/" for the
 	// whole value (as in SPEC section 6's schema messages).
-	Path   string
-	Reason string
+	Path     string
+	Reason   string
+	tooLarge bool
 }
 
 // Error returns "json encode: <path>: <reason>".
@@ -30,9 +32,13 @@ func (e *EncodeError) Error() string {
 // through on the way out adds its segment, so a successful encode pays
 // nothing for paths.
 type encodeFailure struct {
-	reason string
-	rev    []string // path segments, innermost first
+	reason   string
+	rev      []string // path segments, innermost first
+	tooLarge bool
 }
+
+// Is makes errors.Is(err, ErrTooLarge) true for output over the limit.
+func (e *EncodeError) Is(target error) bool { return target == ErrTooLarge && e.tooLarge }
 
 func failf(format string, args ...any) *encodeFailure {
 	return &encodeFailure{reason: fmt.Sprintf(format, args...)}
@@ -45,18 +51,31 @@ func (f *encodeFailure) at(segment string) *encodeFailure {
 
 func (f *encodeFailure) err() *EncodeError {
 	if len(f.rev) == 0 {
-		return &EncodeError{Path: "/", Reason: f.reason}
+		return &EncodeError{Path: "/", Reason: f.reason, tooLarge: f.tooLarge}
 	}
 	var b strings.Builder
 	for i := len(f.rev) - 1; i >= 0; i-- {
 		b.WriteByte('/')
 		b.WriteString(pointerEscaper.Replace(f.rev[i]))
 	}
-	return &EncodeError{Path: b.String(), Reason: f.reason}
+	return &EncodeError{Path: b.String(), Reason: f.reason, tooLarge: f.tooLarge}
 }
 
 // pointerEscaper escapes a JSON Pointer segment (RFC 6901).
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// DefaultMaxEncodeBytes bounds one encoding when SetMaxEncodeBytes was not
+// called: a table that holds one large string many times would otherwise
+// build gigabytes in a single call that nothing can interrupt.
+const DefaultMaxEncodeBytes = 64 << 20
+
+// ErrTooLarge is matched (errors.Is) by an *EncodeError for output over
+// the VM's limit, so the runtime can answer resource_exhausted.
+var ErrTooLarge = errors.New("codec: encoded output too large")
+
+// SetMaxEncodeBytes sets the longest JSON (or protobuf JSON) one encoding
+// in L may produce; the runtime sets lua.max_string_bytes.
+func SetMaxEncodeBytes(L *lua.LState, n int) { stateOf(L).maxOut = n }
 
 // AppendJSON appends v, encoded as the package comment describes (compact,
 // keys sorted, no HTML escaping), to dst and returns the extended slice. On
@@ -73,7 +92,10 @@ func AppendJSON(dst []byte, L *lua.LState, v lua.LValue) ([]byte, error) {
 // an object. shapes is nil for plain JSON.
 func appendJSONShaped(dst []byte, L *lua.LState, v lua.LValue, shapes map[*lua.LTable]bool) ([]byte, error) {
 	st := stateOf(L)
-	e := encoder{st: st, buf: dst, shapes: shapes}
+	e := encoder{st: st, buf: dst, shapes: shapes, max: len(dst) + st.maxOut}
+	if st.maxOut <= 0 {
+		e.max = len(dst) + DefaultMaxEncodeBytes
+	}
 	f := e.value(v)
 	st.release()
 	if f != nil {
@@ -87,13 +109,20 @@ func appendJSONShaped(dst []byte, L *lua.LState, v lua.LValue, shapes map[*lua.L
 type encoder struct {
 	st     *vmState
 	buf    []byte
+	max    int // len(buf) may not pass it: a table can repeat one big string
 	depth  int
 	shapes map[*lua.LTable]bool // see appendJSONShaped; nil for plain JSON
 }
 
 func (e *encoder) value(v lua.LValue) *encodeFailure {
+	if len(e.buf) > e.max {
+		return &encodeFailure{reason: fmt.Sprintf("encoded JSON exceeds %d bytes", e.max), tooLarge: true}
+	}
 	switch v := v.(type) {
 	case lua.LString:
+		if len(e.buf)+len(v) > e.max {
+			return &encodeFailure{reason: fmt.Sprintf("encoded JSON exceeds %d bytes", e.max), tooLarge: true}
+		}
 		var ok bool
 		if e.buf, ok = appendString(e.buf, string(v)); !ok {
 			return failf("invalid UTF-8 in string %q", prefix(string(v)))

@@ -59,6 +59,7 @@ type vmState struct {
 	out       []byte            // jsonCodec.Encode: output before it is copied out
 	ancestors []*lua.LTable     // encode: tables being written, to find cycles
 	keys      map[string]string // decode: interned object keys
+	maxOut    int               // encode: the longest output; 0 means DefaultMaxEncodeBytes
 }
 
 // stateOf returns L's codec state, creating it on first use.

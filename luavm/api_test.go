@@ -36,6 +36,12 @@ func TestShieldAPI(t *testing.T) {
 		{name: "json encode of a function", body: `return shield.json.encode({ f = print })`, want: "client_rpc.handler_failed"},
 		{name: "json encode of invalid UTF-8", body: `return shield.json.encode("\255")`, want: "client_rpc.handler_failed"},
 		{name: "json encode of a cycle", body: `local t = {} t.t = t return shield.json.encode(t)`, want: "client_rpc.handler_failed"},
+		{name: "json encode of one big string many times is capped", body: `
+			local s = string.rep("x", 1048576) local t = {} for i = 1, 100 do t[i] = s end
+			return shield.json.encode(t)`, want: "client_rpc.resource_exhausted"},
+		{name: "a response of one big string many times is capped", body: `
+			local s = string.rep("x", 1048576) local t = {} for i = 1, 100 do t[i] = s end
+			return t`, want: "client_rpc.resource_exhausted"},
 		{name: "json decode of bad JSON", body: `return shield.json.decode("{")`, want: "client_rpc.handler_failed"},
 		{name: "json decode error is catchable", body: `local ok = pcall(shield.json.decode, "{") return ok`, want: `false`},
 		{name: "json big integers are strings", body: `local v = shield.json.decode("[9007199254740993, 9007199254740992]") return { type(v[1]), type(v[2]) }`, want: `["string","number"]`},

@@ -158,6 +158,9 @@ func (vm *VM) encodeResponse(t *task, in *ingress.ClientIngress, vals []lua.LVal
 	}
 	if in.Codec == "" || in.Codec == "json" {
 		b, err := codec.AppendJSON(nil, vm.L, v)
+		if errors.Is(err, codec.ErrTooLarge) {
+			return nil, codes.New(codes.ResourceExhausted, "response: %v", err)
+		}
 		if err != nil {
 			return nil, vm.encodeFailed(t, err.Error())
 		}

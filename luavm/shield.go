@@ -2,6 +2,7 @@ package luavm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -64,7 +65,7 @@ func (vm *VM) installShield() {
 		logt.RawSetString(name, L.NewFunction(vm.luaLog(level)))
 	}
 	sh.RawSetString("log", logt)
-	sh.RawSetString("json", L.SetFuncs(L.NewTable(), map[string]lua.LGFunction{"encode": luaJSONEncode, "decode": luaJSONDecode}))
+	sh.RawSetString("json", L.SetFuncs(L.NewTable(), map[string]lua.LGFunction{"encode": vm.luaJSONEncode, "decode": luaJSONDecode}))
 	vm.installClient(sh)
 
 	L.G.Global.RawSetString("shield", sh)
@@ -93,6 +94,8 @@ func (vm *VM) mustChunk(b *builtin) lua.LValue {
 }
 
 func (vm *VM) installStrings() {
+	// Encoded JSON is a string the VM builds too: the same cap applies.
+	codec.SetMaxEncodeBytes(vm.L, int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1))))
 	strlib.Open(vm.L, strlib.Limits{
 		MaxStringBytes: int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1))),
 		OnExceeded: func(L *lua.LState, what string) {
@@ -152,8 +155,11 @@ func luaArray(L *lua.LState) int {
 	return 1
 }
 
-func luaJSONEncode(L *lua.LState) int {
+func (vm *VM) luaJSONEncode(L *lua.LState) int {
 	b, err := codec.AppendJSON(nil, L, L.CheckAny(1))
+	if errors.Is(err, codec.ErrTooLarge) {
+		vm.raise(L, codes.ResourceExhausted, "shield.json.encode: %v", err)
+	}
 	if err != nil {
 		L.RaiseError("%v", err)
 	}

@@ -217,6 +217,9 @@ func (vm *VM) encodePush(L *lua.LState, r *descriptor.Route, v lua.LValue) map[s
 		bodies[key] = b
 	}
 	if len(bodies) == 0 {
+		if errors.Is(first, codec.ErrTooLarge) {
+			vm.raise(L, codes.ResourceExhausted, "%s: %v", "shield.client_rpc."+r.Binding, first)
+		}
 		L.ArgError(2, first.Error())
 	}
 	return bodies
