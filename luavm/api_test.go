@@ -42,6 +42,9 @@ func TestShieldAPI(t *testing.T) {
 		{name: "a response of one big string many times is capped", body: `
 			local s = string.rep("x", 1048576) local t = {} for i = 1, 100 do t[i] = s end
 			return t`, want: "client_rpc.resource_exhausted"},
+		{name: "pcall of a Go function that returns", body: `return { pcall(tostring, 12) }`, want: `[true,"12"]`},
+		{name: "pcall of a Go function that returns nothing", body: `local t = { pcall(shield.log.info, "x") } return #t`, want: `1`},
+		{name: "xpcall of a Go function", body: `local ok, v = xpcall(shield.now, print) return { ok, type(v) }`, want: `[true,"number"]`},
 		{name: "json decode of bad JSON", body: `return shield.json.decode("{")`, want: "client_rpc.handler_failed"},
 		{name: "json decode error is catchable", body: `local ok = pcall(shield.json.decode, "{") return ok`, want: `false`},
 		{name: "json big integers are strings", body: `local v = shield.json.decode("[9007199254740993, 9007199254740992]") return { type(v[1]), type(v[2]) }`, want: `["string","number"]`},

@@ -24,7 +24,7 @@ import (
 // resume and wrap pass WAIT yields up to the message coroutine and hand
 // the reply back down, and return every other yield to their caller.
 var preludeChunk = &builtin{name: "prelude", src: `
-local DONE, WAIT = ...
+local DONE, WAIT, isgo, gpcall, gxpcall = ...
 local create, resume, yield, status = coroutine.create, coroutine.resume, coroutine.yield, coroutine.status
 local select, error, type = select, error, type
 
@@ -41,6 +41,10 @@ local function pcall(f, ...)
   if type(f) ~= "function" then
     return false, "attempt to call a " .. type(f) .. " value"
   end
+  -- A Go function cannot suspend (shield's suspending functions are Lua
+  -- wrappers), and gopher-lua never marks a coroutine whose body is a Go
+  -- function dead: run it under the native pcall.
+  if isgo(f) then return gpcall(f, ...) end
   local co = create(f)
   return step(co, resume(co, ...))
 end
@@ -57,6 +61,7 @@ local function xpcall(f, handler)
   if type(f) ~= "function" then
     return false, handler("attempt to call a " .. type(f) .. " value")
   end
+  if isgo(f) then return gxpcall(f, handler) end
   local co = create(f)
   return xstep(co, handler, resume(co))
 end
@@ -133,12 +138,18 @@ const maxNesting = 200
 // compilePrelude runs the prelude and installs what it returns.
 func (vm *VM) compilePrelude() error {
 	vm.L.Push(preludeChunk.function(vm.L))
+	g := vm.L.G.Global
 	vm.L.Push(vm.done)
 	vm.L.Push(vm.wait)
-	if err := vm.L.PCall(2, 5, nil); err != nil {
+	vm.L.Push(vm.L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LBool(L.CheckFunction(1).IsG))
+		return 1
+	}))
+	vm.L.Push(g.RawGetString("pcall"))
+	vm.L.Push(g.RawGetString("xpcall"))
+	if err := vm.L.PCall(5, 5, nil); err != nil {
 		return err
 	}
-	g := vm.L.G.Global
 	co := g.RawGetString("coroutine").(*lua.LTable)
 	vm.body = vm.L.Get(-5).(*lua.LFunction)
 	g.RawSetString("pcall", vm.L.Get(-4))
