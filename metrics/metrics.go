@@ -5,6 +5,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,9 @@ type Metrics struct {
 	AcceptErrors     prometheus.Counter
 	LimitsHit        *prometheus.CounterVec // limit
 	DroppedResponses prometheus.Counter
+
+	reqMu    sync.RWMutex // guards reqCache
+	reqCache map[requestKey]requestMetrics
 }
 
 // New creates the metrics on a fresh registry, with the Go runtime and
@@ -58,7 +62,7 @@ func New() *Metrics {
 		AcceptErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "shield_accept_errors_total",
 			Help: "Temporary accept errors (such as running out of file descriptors), each followed by a back-off."}),
 		LimitsHit: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_limits_hit_total",
-			Help: "Times a configured limit bit, by limit (max_sessions, max_inflight, mailbox, outbound_queue, rate_limit, max_frame_bytes, slow_consumer)."},
+			Help: "Times a configured limit bit, by limit (max_sessions, max_inflight, mailbox, outbound_queue, rate_limit, max_frame_bytes, slow_consumer, handshake_timeout)."},
 			[]string{"limit"}),
 		DroppedResponses: prometheus.NewCounter(prometheus.CounterOpts{Name: "shield_dropped_responses_total",
 			Help: "Answers dropped because their session was gone."}),
@@ -84,8 +88,31 @@ func (m *Metrics) WatchMailboxes(services []string, depth func(service string) i
 // VMRestarted counts a replaced VM (service.Metrics).
 func (m *Metrics) VMRestarted(service string) { m.VMRestarts.WithLabelValues(service).Inc() }
 
-// Request counts one answered request and observes its handler time.
+// Request counts one answered request and observes its handler time. It
+// runs once per request, so the label lookups are cached: the label sets
+// are bounded (services and routes from the descriptor, codes from a closed
+// set).
 func (m *Metrics) Request(service, route, code string, d time.Duration) {
-	m.Requests.WithLabelValues(service, route, code).Inc()
-	m.HandlerSeconds.WithLabelValues(service, route).Observe(d.Seconds())
+	k := requestKey{service, route, code}
+	m.reqMu.RLock()
+	rm, ok := m.reqCache[k]
+	m.reqMu.RUnlock()
+	if !ok {
+		rm = requestMetrics{m.Requests.WithLabelValues(service, route, code), m.HandlerSeconds.WithLabelValues(service, route)}
+		m.reqMu.Lock()
+		if m.reqCache == nil {
+			m.reqCache = map[requestKey]requestMetrics{}
+		}
+		m.reqCache[k] = rm
+		m.reqMu.Unlock()
+	}
+	rm.count.Inc()
+	rm.seconds.Observe(d.Seconds())
+}
+
+type requestKey struct{ service, route, code string }
+
+type requestMetrics struct {
+	count   prometheus.Counter
+	seconds prometheus.Observer
 }
