@@ -182,7 +182,13 @@ func (vm *VM) luaLog(level slog.Level) lua.LGFunction {
 	return func(L *lua.LState) int {
 		msg := L.CheckString(1)
 		top := L.GetTop()
-		attrs := make([]slog.Attr, 0, top/2)
+		attrs := make([]slog.Attr, 0, top/2+2)
+		// A line logged while handling a client's frame is about that
+		// session: it says which, as every gateway line does.
+		if t := vm.current; t != nil && t.in != nil {
+			ref := t.in.Client.Ref
+			attrs = append(attrs, slog.Uint64("session_id", ref.SessionID), slog.String("player_id", ref.PlayerID))
+		}
 		for i := 2; i+1 <= top; i += 2 {
 			attrs = append(attrs, slog.Any(L.ToStringMeta(L.Get(i)).String(), logValue(L, L.Get(i+1))))
 		}
