@@ -3,6 +3,7 @@ module github.com/shieldrpc/shield
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/yuin/gopher-lua v1.1.2
 	gopkg.in/yaml.v3 v3.0.1

@@ -23,7 +23,6 @@ import (
 	"github.com/shieldrpc/shield/client"
 )
 
-
 // codecListener is one listener of a codec test config.
 type codecListener struct {
 	name, envelope, body string

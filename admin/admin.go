@@ -1,7 +1,8 @@
 // Package admin is the operators' HTTP server (SPEC §9): Prometheus
 // /metrics, /healthz (the process is alive), /readyz (ready to take
-// traffic: false while starting and while draining), and optionally
-// /debug/pprof/.
+// traffic: false while starting and while draining), optionally
+// /debug/pprof/, and the example game's browser client at /play/ when the
+// config has a ws listener it can speak to (see ServePlay).
 package admin
 
 import (
@@ -21,6 +22,8 @@ import (
 type Server struct {
 	ready atomic.Bool
 	srv   *http.Server
+	mux   *http.ServeMux // safe to add routes to while serving
+	play  atomic.Value   // string: the listener /play/ plays on; "" without it
 	ln    net.Listener
 	done  chan struct{}
 }
@@ -32,8 +35,8 @@ func New(addr string, reg *prometheus.Registry, withPProf bool) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{ln: ln, done: make(chan struct{})}
 	mux := http.NewServeMux()
+	s := &Server{ln: ln, mux: mux, done: make(chan struct{})}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))

@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"crypto/tls"
 	"os"
 	"path/filepath"
+
+	"github.com/shieldrpc/shield/internal/testcerts"
 )
 
 // The echo service the gateway is benchmarked with: route 1 hands the raw
@@ -18,10 +21,16 @@ function M.echo(ctx, client, req) return req end
 return M
 `
 
+// The same echo service behind every transport: bench (tcp), bench_ws,
+// and under TLS with the certificates WriteEchoConfig makes, bench_tls and
+// bench_wss.
 const echoYAML = `node: {name: bench}
 network:
   listeners:
     - {name: bench, address: "127.0.0.1:0", entry_service: echo}
+    - {name: bench_ws, address: "127.0.0.1:0", entry_service: echo, transport: ws}
+    - {name: bench_tls, address: "127.0.0.1:0", entry_service: echo, tls: {cert_file: server.crt, key_file: server.key}}
+    - {name: bench_wss, address: "127.0.0.1:0", entry_service: echo, transport: ws, tls: {cert_file: server.crt, key_file: server.key}}
 log: {level: warn}
 session:
   max_inflight: 256
@@ -40,9 +49,13 @@ actors:
         - {id: 2, name: json_echo, binding: echo, requires_auth: false}
 `
 
-// WriteEchoConfig writes the echo service's config and script into dir and
-// returns the config's path.
+// WriteEchoConfig writes the echo service's config and script, and a fresh
+// test CA with a certificate for 127.0.0.1 (ca.crt, server.crt,
+// server.key: see ClientTLS), into dir and returns the config's path.
 func WriteEchoConfig(dir string) (string, error) {
+	if _, err := testcerts.Generate(dir); err != nil {
+		return "", err
+	}
 	if err := os.WriteFile(filepath.Join(dir, "echo.lua"), []byte(echoLua), 0o644); err != nil {
 		return "", err
 	}
@@ -52,3 +65,9 @@ func WriteEchoConfig(dir string) (string, error) {
 
 // JSONBody is the request body of the JSON runs: a typical small move.
 var JSONBody = []byte(`{"player_id":"p-1042","seq":18231,"x":1024.5,"y":-33.25}`)
+
+// ClientTLS is a client TLS config that trusts the CA WriteEchoConfig
+// wrote into dir.
+func ClientTLS(dir string) (*tls.Config, error) {
+	return testcerts.ClientConfig(filepath.Join(dir, "ca.crt"), "", "")
+}

@@ -1,12 +1,13 @@
 // Package bench is Shield's load tool: a closed-loop load generator that
 // keeps a fixed number of idlen requests in flight on each of many
-// connections, a latency histogram, and the baseline echo server that the
-// gateway is measured against.
+// connections (over TCP, TLS or WebSocket), a latency histogram, and the
+// baseline echo server that the gateway is measured against.
 package bench
 
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,6 +27,13 @@ type Options struct {
 	Warmup   time.Duration
 	Route    uint32
 	Body     []byte
+
+	// Transport is tcp (the default) or ws: a WebSocket upgrade at Path
+	// (default /ws), then one idlen frame per binary message.
+	Transport string
+	Path      string
+	// TLS, when set, runs every connection over TLS (wss:// for ws).
+	TLS *tls.Config
 }
 
 // Result is what a run measured.
@@ -53,15 +61,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Conns <= 0 || o.InFlight <= 0 {
 		return Result{}, errors.New("bench: conns and in-flight must be positive")
 	}
-	conns := make([]net.Conn, 0, o.Conns)
+	conns := make([]loadConn, 0, o.Conns)
 	defer func() {
 		for _, c := range conns {
-			c.Close()
+			c.close()
 		}
 	}()
-	var d net.Dialer
 	for i := 0; i < o.Conns; i++ {
-		c, err := d.DialContext(ctx, "tcp", o.Addr)
+		c, err := dial(ctx, o)
 		if err != nil {
 			return Result{}, fmt.Errorf("bench: dial %d: %w", i, err)
 		}
@@ -80,10 +87,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	defer cancel()
 	for _, c := range conns {
 		wg.Add(1)
-		go func(c net.Conn) {
+		go func(c loadConn) {
 			defer wg.Done()
 			local := NewHistogram()
-			n, e := drive(runCtx, c, o, &measuring, local)
+			n, e := c.drive(runCtx, o, &measuring, local)
 			requests.Add(n)
 			errs.Add(e)
 			hmu.Lock()
@@ -99,7 +106,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	elapsed := time.Since(start)
 	cancel()
 	for _, c := range conns {
-		c.SetDeadline(time.Now()) // unblock readers and writers
+		c.stop() // unblock readers and writers
 	}
 	wg.Wait()
 	return Result{Requests: requests.Load(), Errors: errs.Load(), Elapsed: elapsed, Latency: hist}, nil
@@ -113,6 +120,48 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// loadConn is one loaded connection.
+type loadConn interface {
+	// drive runs the connection's slots until ctx ends or stop.
+	drive(ctx context.Context, o Options, measuring *atomic.Bool, h *Histogram) (n, errs uint64)
+	stop()  // unblocks drive
+	close() // releases the connection
+}
+
+// dial opens one connection as o says.
+func dial(ctx context.Context, o Options) (loadConn, error) {
+	var d net.Dialer
+	switch o.Transport {
+	case "", "tcp":
+		if o.TLS != nil {
+			td := tls.Dialer{NetDialer: &d, Config: o.TLS}
+			c, err := td.DialContext(ctx, "tcp", o.Addr)
+			if err != nil {
+				return nil, err
+			}
+			return streamConn{c}, nil
+		}
+		c, err := d.DialContext(ctx, "tcp", o.Addr)
+		if err != nil {
+			return nil, err
+		}
+		return streamConn{c}, nil
+	case "ws":
+		return dialWS(ctx, o)
+	default:
+		return nil, fmt.Errorf("bench: unknown transport %q", o.Transport)
+	}
+}
+
+// streamConn is a TCP or TLS connection carrying idlen as it is.
+type streamConn struct{ net.Conn }
+
+func (c streamConn) drive(ctx context.Context, o Options, measuring *atomic.Bool, h *Histogram) (n, errs uint64) {
+	return drive(ctx, c.Conn, o, measuring, h)
+}
+func (c streamConn) stop()  { c.SetDeadline(time.Now()) }
+func (c streamConn) close() { c.Close() }
 
 // drive runs one connection: InFlight request slots, each re-sent on its
 // answer. Only answers that arrive while measuring are counted.

@@ -6,10 +6,12 @@ package bootstrap
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
+	"github.com/shieldrpc/shield/gateway"
 	"github.com/shieldrpc/shield/luavm"
 )
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shieldrpc/shield/admin"
+	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/gateway"
 	"github.com/shieldrpc/shield/metrics"
 	"github.com/shieldrpc/shield/service"
@@ -65,9 +66,39 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 	}
 	gw.Serve()
 	if s.Admin != nil {
+		if p, ok := playTarget(rep, gw); ok {
+			s.Admin.ServePlay(p)
+		}
 		s.Admin.SetReady(true)
 	}
 	return s, nil
+}
+
+// playTarget picks the ws listener the browser client at /play/ plays on:
+// the first with the json body and an envelope the page speaks, delimiter
+// preferred (text messages are the simplest for JavaScript), else idlen.
+// Without one there is no /play/.
+func playTarget(rep *Report, gw *gateway.Gateway) (admin.Play, bool) {
+	var pick *config.Listener
+	for _, env := range []string{"delimiter", "idlen"} {
+		for i := range rep.Config.Network.Listeners {
+			l := &rep.Config.Network.Listeners[i]
+			if pick == nil && l.Transport == "ws" && l.Protocol.Envelope == env && l.Protocol.Body == "json" {
+				pick = l
+			}
+		}
+	}
+	if pick == nil {
+		return admin.Play{}, false
+	}
+	routes := map[string]uint32{}
+	for _, r := range rep.Table.Routes() {
+		if r.Name != "" {
+			routes[r.Name] = r.ID
+		}
+	}
+	return admin.Play{Listener: pick.Name, Envelope: pick.Protocol.Envelope, Path: pick.Path, TLS: pick.TLS != nil,
+		Addr: gw.Addr(pick.Name), Routes: routes}, true
 }
 
 func (s *Server) closeAdmin() {

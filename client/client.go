@@ -1,18 +1,17 @@
 // Package client is a Go client for Shield gateways, for game clients,
 // bots, load tools and tests. It speaks every envelope of SPEC §3 over
-// TCP, pairs requests with their answers, dispatches pushes and notices,
-// and sends heartbeats.
+// TCP or WebSocket, either of them over TLS, pairs requests with their
+// answers, dispatches pushes and notices, and sends heartbeats.
 //
 // A Client is safe for concurrent use: any number of goroutines may Call
 // at once; their requests are pipelined on the one connection.
 package client
 
 import (
-	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -27,6 +26,19 @@ type Options struct {
 	Envelope       string        // idlen (default), typelen, lenprefix or delimiter
 	MaxFrameBytes  int           // the largest frame accepted from the gateway; default 65536
 	HeartbeatEvery time.Duration // default 15s; negative: no heartbeats
+
+	// Transport is tcp (the default) or ws: a WebSocket upgrade at Path
+	// on the address, then one frame per message.
+	Transport string
+	// Path is the ws upgrade path; default /ws.
+	Path string
+	// Origin, when set, is sent as the ws upgrade's Origin header, as a
+	// browser would; native clients send none.
+	Origin string
+	// TLS, when set, runs the connection over TLS (wss:// for ws). An
+	// empty ServerName is taken from the address's host; Certificates
+	// hold the client's own for a mutual-TLS listener.
+	TLS *tls.Config
 }
 
 // ErrClosed is returned by calls on a closed client, or one whose
@@ -35,11 +47,9 @@ var ErrClosed = errors.New("client: connection closed")
 
 // Client is one connection to a gateway.
 type Client struct {
-	nc    net.Conn
-	codec envelope.Codec
+	t transport
 
-	wmu  sync.Mutex // guards wbuf and writes to nc
-	wbuf []byte
+	wmu sync.Mutex // serialises writes to t
 
 	mu      sync.Mutex // guards pending, pushes, onNotice, err
 	pending map[uint64]chan envelope.Frame
@@ -56,8 +66,8 @@ type Client struct {
 	wg     sync.WaitGroup
 }
 
-// Dial connects to addr and starts the client's goroutines. ctx bounds the
-// dial only.
+// Dial connects to addr (host:port) and starts the client's goroutines.
+// ctx bounds the dial and the TLS and WebSocket handshakes only.
 func Dial(ctx context.Context, addr string, o Options) (*Client, error) {
 	if o.Envelope == "" {
 		o.Envelope = envelope.NameIdlen
@@ -72,12 +82,11 @@ func Dial(ctx context.Context, addr string, o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	t, err := dialTransport(ctx, addr, o, codec)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{nc: nc, codec: codec, pending: map[uint64]chan envelope.Frame{}, pushes: map[uint32]func([]byte){},
+	c := &Client{t: t, pending: map[uint64]chan envelope.Frame{}, pushes: map[uint32]func([]byte){},
 		done: make(chan struct{}), quit: make(chan struct{}), maxID: 1<<64 - 1}
 	if o.Envelope == envelope.NameIdlen {
 		c.maxID = envelope.MaxIdlenRequestID
@@ -95,7 +104,7 @@ func Dial(ctx context.Context, addr string, o Options) (*Client, error) {
 func (c *Client) Close() error {
 	c.once.Do(func() {
 		close(c.quit)
-		c.nc.Close()
+		c.t.close()
 	})
 	c.wg.Wait()
 	return nil
@@ -113,7 +122,7 @@ func (c *Client) Err() error {
 }
 
 // LocalAddr is the client's end of the connection.
-func (c *Client) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+func (c *Client) LocalAddr() net.Addr { return c.t.localAddr() }
 
 // OnPush sets the handler of pushes on route (nil removes it). Handlers run
 // on the read loop: keep them short.
@@ -194,13 +203,13 @@ func (c *Client) Notify(route uint32, req any) error {
 // Heartbeat sends one heartbeat; the gateway echoes it.
 func (c *Client) Heartbeat() error { return c.send(&envelope.Frame{Kind: envelope.Heartbeat}) }
 
-// WriteRaw writes bytes to the connection as they are: for tests that
-// send what no well-behaved client would.
+// WriteRaw writes bytes to the connection as they are (over ws, as one
+// message of the envelope's type): for tests that send what no
+// well-behaved client would.
 func (c *Client) WriteRaw(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err := c.nc.Write(b)
-	return err
+	return c.t.writeRaw(b)
 }
 
 func (c *Client) newID() uint64 {
@@ -218,22 +227,13 @@ func (c *Client) newID() uint64 {
 func (c *Client) send(f *envelope.Frame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	buf, err := c.codec.AppendFrame(c.wbuf[:0], f)
-	if err != nil {
-		return err
-	}
-	c.wbuf = buf
-	if _, err := c.nc.Write(buf); err != nil {
-		return fmt.Errorf("client: write: %w", err)
-	}
-	return nil
+	return c.t.writeFrame(f)
 }
 
 func (c *Client) readLoop() {
 	defer c.wg.Done()
-	br := bufio.NewReader(c.nc)
 	for {
-		f, err := c.codec.ReadFrame(br)
+		f, err := c.t.readFrame()
 		if err != nil {
 			c.mu.Lock()
 			select {

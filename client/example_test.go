@@ -22,7 +22,9 @@ func Example() {
 	srv, err := bootstrap.Start(ctx, "../configs/actors.yaml", bootstrap.Options{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Override: func(c *config.Config) {
-			c.Network.Listeners[0].Address = "127.0.0.1:0"
+			for i := range c.Network.Listeners {
+				c.Network.Listeners[i].Address = "127.0.0.1:0"
+			}
 			c.Network.Admin = nil
 		},
 	})

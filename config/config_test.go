@@ -481,8 +481,11 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Node.Name != "gw-1" || len(cfg.Network.Listeners) != 1 || cfg.Network.Admin == nil {
+	if cfg.Node.Name != "gw-1" || len(cfg.Network.Listeners) != 2 || cfg.Network.Admin == nil {
 		t.Errorf("node/network = %+v / %+v", cfg.Node, cfg.Network)
+	}
+	if web := cfg.Network.Listeners[1]; web.Transport != "ws" || web.Path != "/ws" || web.Protocol.Envelope != "delimiter" || len(web.AllowedOrigins) != 2 {
+		t.Errorf("web listener = %+v", web)
 	}
 	var names []string
 	routes := 0

@@ -1,10 +1,8 @@
 package gateway
 
 import (
-	"bufio"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"time"
 
@@ -17,35 +15,31 @@ import (
 
 // conn is one client connection: its read loop runs on the goroutine that
 // serve was called on, and owns the session's bucket and warn state; its
-// write loop is the only goroutine that writes to nc.
+// write loop is the only goroutine that writes frames to fc.
 type conn struct {
 	g      *Gateway
 	l      *listener
-	nc     net.Conn
+	fc     frameConn
 	s      *session.Session
 	bucket *ingress.Bucket
 	warned map[codes.Code]int64 // last unix second a drop of that reason was logged
 }
 
-// readBufferSize is enough for typical game frames in one read while
-// keeping an idle session small.
-const readBufferSize = 4096
-
-// serve runs one connection until it closes.
-func (g *Gateway) serve(l *listener, nc net.Conn) {
+// serve runs one connection, whatever its transport, until it closes.
+func (g *Gateway) serve(l *listener, fc frameConn) {
 	id := g.nextID.Add(1)
 	target, err := g.svc.Entry(l.cfg.EntryService, id)
 	if err != nil {
 		g.log.Error("no entry service for a new session", "listener", l.cfg.Name, "error", err)
-		nc.Close()
+		fc.Close(session.Closed)
 		return
 	}
-	c := &conn{g: g, l: l, nc: nc, warned: map[codes.Code]int64{},
+	c := &conn{g: g, l: l, fc: fc, warned: map[codes.Code]int64{},
 		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst)}
 	b := session.Binding{Target: target, Gateway: g.name, Profile: l.cfg.Name}
 	// Answers get a reserve of max_inflight slots on top of
 	// outbound_queue: see Session.EnqueueAnswer.
-	c.s = session.New(id, nc.RemoteAddr().String(), b, g.cfg.Session.OutboundQueue, g.cfg.Session.MaxInflight, g.onClose)
+	c.s = session.New(id, fc.RemoteAddr().String(), b, g.cfg.Session.OutboundQueue, g.cfg.Session.MaxInflight, g.onClose)
 	g.sessions.Add(c.s)
 	g.m.Sessions.Inc()
 
@@ -64,7 +58,7 @@ func (g *Gateway) serve(l *listener, nc net.Conn) {
 	reason, notice := c.readLoop()
 	c.s.Close(reason, notice)
 	<-writerDone
-	nc.Close()
+	fc.Close(reason) // the write loop closed it already, with the session's first reason
 }
 
 // onClose runs once per session, after its epoch is invalid: it leaves the
@@ -83,15 +77,14 @@ func drainNotice() *envelope.Frame {
 
 // readLoop reads frames until the connection ends and says why.
 func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
-	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	idle := c.g.cfg.Session.IdleTimeout
 	for {
 		// One deadline per frame, not per read: a client trickling bytes
 		// without finishing a frame is idle too.
-		if err := c.nc.SetReadDeadline(time.Now().Add(idle)); err != nil {
+		if err := c.fc.SetReadDeadline(time.Now().Add(idle)); err != nil {
 			return session.Closed, nil
 		}
-		f, err := c.l.codec.ReadFrame(br)
+		f, err := c.fc.ReadFrame()
 		if err != nil {
 			return c.readError(err)
 		}
@@ -134,80 +127,105 @@ func (c *conn) readError(err error) (session.Reason, *envelope.Frame) {
 	}
 }
 
-// writeLoop drains the session's queue into as few writes as it can: every
-// frame queued by the time it wakes goes out in one write.
+// writeLoop drains the session's queue in batches: every frame queued by
+// the time it wakes, up to about batchBytes, goes out under one
+// write_timeout (on a stream, in one write).
 func (c *conn) writeLoop() {
-	const batchBytes = 64 << 10
-	var buf []byte
 	out, done := c.s.Out(), c.s.Done()
 	for {
 		select {
 		case f := <-out:
-			buf = c.append(buf[:0], f)
-		drain:
-			for len(buf) < batchBytes {
-				select {
-				case f := <-out:
-					buf = c.append(buf, f)
-				default:
-					break drain
-				}
-			}
-			if !c.write(buf) {
+			if !c.writeBatch(f) {
 				return
 			}
-			if cap(buf) > 4*batchBytes {
-				buf = nil // one huge frame should not pin its buffer
-			}
 		case <-done:
-			// Closing: what is queued, then the notice, then the end.
-			buf = buf[:0]
-			for more := true; more; {
-				select {
-				case f := <-out:
-					buf = c.append(buf, f)
-				default:
-					more = false
-				}
-			}
-			if n := c.s.Notice(); n != nil {
-				buf = c.append(buf, n)
-			}
-			if len(buf) > 0 {
-				c.write(buf)
-			}
-			c.nc.Close()
+			c.teardown()
 			return
 		}
 	}
 }
 
-func (c *conn) append(buf []byte, f *envelope.Frame) []byte {
-	out, err := c.l.codec.AppendFrame(buf, f)
-	if err != nil {
-		c.g.log.Error("frame not encodable; dropped", "session_id", c.s.ID, "kind", f.Kind.String(), "route_id", f.RouteID, "error", err)
-		return buf
-	}
-	return out
-}
-
-// write writes buf under write_timeout. A timeout means the client does not
-// read: it is closed as a slow consumer.
-func (c *conn) write(buf []byte) bool {
-	if err := c.nc.SetWriteDeadline(time.Now().Add(c.g.cfg.Session.WriteTimeout)); err != nil {
-		c.s.Close(session.WriteFailed, nil)
-		c.nc.Close()
+// writeBatch writes f and the frames queued behind it. A failure closes the
+// session and the connection, and reports false.
+func (c *conn) writeBatch(f *envelope.Frame) bool {
+	if err := c.fc.SetWriteDeadline(time.Now().Add(c.g.cfg.Session.WriteTimeout)); err != nil {
+		c.writeFailed(err)
 		return false
 	}
-	if _, err := c.nc.Write(buf); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			c.g.m.LimitsHit.WithLabelValues("slow_consumer").Inc()
-			c.s.Close(session.SlowConsumer, nil)
-		} else {
-			c.s.Close(session.WriteFailed, nil)
+	out := c.s.Out()
+	for {
+		if err := c.put(f); err != nil {
+			c.writeFailed(err)
+			return false
 		}
-		c.nc.Close() // wakes the read loop
+		if c.fc.BatchBytes() >= batchBytes {
+			break
+		}
+		select {
+		case f = <-out:
+			continue
+		default:
+		}
+		break
+	}
+	if err := c.fc.Flush(); err != nil {
+		c.writeFailed(err)
 		return false
 	}
 	return true
+}
+
+// teardown runs once the session is closed: what is queued, then the
+// notice, then the end of the connection.
+func (c *conn) teardown() {
+	_, reason := c.s.Closed()
+	if err := c.fc.SetWriteDeadline(time.Now().Add(c.g.cfg.Session.WriteTimeout)); err != nil {
+		c.fc.Close(session.WriteFailed)
+		return
+	}
+	out := c.s.Out()
+	for more := true; more; {
+		select {
+		case f := <-out:
+			if c.put(f) != nil {
+				c.fc.Close(session.WriteFailed)
+				return
+			}
+		default:
+			more = false
+		}
+	}
+	if n := c.s.Notice(); n != nil && c.put(n) != nil {
+		c.fc.Close(session.WriteFailed)
+		return
+	}
+	if c.fc.Flush() != nil {
+		c.fc.Close(session.WriteFailed)
+		return
+	}
+	c.fc.Close(reason)
+}
+
+// put hands one frame to the connection. A frame the envelope cannot carry
+// is logged and dropped (nil); any other error is the connection's.
+func (c *conn) put(f *envelope.Frame) error {
+	err := c.fc.WriteFrame(f)
+	if err != nil && errors.Is(err, envelope.ErrInvalidFrame) {
+		c.g.log.Error("frame not encodable; dropped", "session_id", c.s.ID, "kind", f.Kind.String(), "route_id", f.RouteID, "error", err)
+		return nil
+	}
+	return err
+}
+
+// writeFailed closes the session after a failed write. A timeout means the
+// client does not read: it is closed as a slow consumer. Closing the
+// connection wakes the read loop.
+func (c *conn) writeFailed(err error) {
+	r := session.WriteFailed
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.g.m.LimitsHit.WithLabelValues("slow_consumer").Inc()
+		r = session.SlowConsumer
+	}
+	c.s.Close(r, nil)
+	c.fc.Close(r)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -19,7 +20,10 @@ import (
 )
 
 // benchCmd measures the gateway against the baseline echo server in one
-// run, on this machine: each in-flight depth, raw and JSON bodies.
+// run, on this machine: each in-flight depth, raw and JSON bodies, and
+// with -ws and -tls the raw echo over those transports too (both: also
+// ws under TLS). With -addr it loads a running gateway instead, over the
+// transport the dial flags say.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -32,6 +36,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	idle := fs.Int("idle", 0, "instead: open `N` idle sessions and report the memory per session")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the gateway runs to `FILE`")
+	dial := addDialFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -45,8 +50,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		depths = append(depths, n)
 	}
 	ctx := context.Background()
-	run := func(name, target string, route uint32, body []byte, depth int) (bench.Result, bool) {
-		r, err := bench.Run(ctx, bench.Options{Addr: target, Conns: *conns, InFlight: depth, Duration: *dur, Warmup: *warmup, Route: route, Body: body})
+	// run loads target with o's transport, route and body.
+	run := func(name string, o bench.Options, depth int) (bench.Result, bool) {
+		o.Conns, o.InFlight, o.Duration, o.Warmup = *conns, depth, *dur, *warmup
+		r, err := bench.Run(ctx, o)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return r, false
@@ -55,12 +62,25 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return r, true
 	}
 	if *addr != "" {
+		o := bench.Options{Addr: *addr, Route: uint32(*route), Body: []byte(*body), Path: *dial.path}
+		if *dial.ws {
+			o.Transport = "ws"
+		}
+		var err error
+		if o.TLS, err = dial.tlsConfig(); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 2
+		}
 		for _, d := range depths {
-			if _, ok := run("gateway", *addr, uint32(*route), []byte(*body), d); !ok {
+			if _, ok := run("gateway", o, d); !ok {
 				return 1
 			}
 		}
 		return 0
+	}
+	if *dial.ca != "" || *dial.cert != "" || *dial.insecure || *dial.origin != "" {
+		fmt.Fprintln(stderr, "bench: -ca, -cert, -insecure and -origin apply to -addr only")
+		return 2
 	}
 
 	dir, err := os.MkdirTemp("", "shield-bench-")
@@ -81,6 +101,30 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer srv.Stop(ctx)
 	gw := srv.Gateway.Addr("bench").String()
+	clientTLS, err := bench.ClientTLS(dir)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	// The extra transports measured next to plain tcp: the raw echo, as
+	// the gateway's own cost shows best there.
+	type extra struct {
+		name string
+		o    bench.Options
+	}
+	var extras []extra
+	raw := func(listener, transport string, tc *tls.Config) bench.Options {
+		return bench.Options{Addr: srv.Gateway.Addr(listener).String(), Transport: transport, TLS: tc, Route: bench.RouteRaw, Body: bench.JSONBody}
+	}
+	if *dial.ws {
+		extras = append(extras, extra{"gateway ws raw", raw("bench_ws", "ws", nil)})
+	}
+	if *dial.tls {
+		extras = append(extras, extra{"gateway tls raw", raw("bench_tls", "tcp", clientTLS)})
+	}
+	if *dial.ws && *dial.tls {
+		extras = append(extras, extra{"gateway wss raw", raw("bench_wss", "ws", clientTLS)})
+	}
 	if *idle > 0 {
 		return idleMemory(stdout, stderr, gw, *idle, srv)
 	}
@@ -101,7 +145,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 	}
 	for _, d := range depths {
-		b, ok := run("baseline echo", base.Addr(), bench.RouteRaw, bench.JSONBody, d)
+		b, ok := run("baseline echo", bench.Options{Addr: base.Addr(), Route: bench.RouteRaw, Body: bench.JSONBody}, d)
 		if !ok {
 			return 1
 		}
@@ -110,7 +154,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			prof, _ = os.Create(*cpuprofile)
 			pprof.StartCPUProfile(prof)
 		}
-		raw, ok := run("gateway forward_raw", gw, bench.RouteRaw, bench.JSONBody, d)
+		rawRes, ok := run("gateway forward_raw", bench.Options{Addr: gw, Route: bench.RouteRaw, Body: bench.JSONBody}, d)
 		if prof != nil {
 			pprof.StopCPUProfile()
 			prof.Close()
@@ -118,11 +162,18 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		if !ok {
 			return 1
 		}
-		js, ok := run("gateway json", gw, bench.RouteJSON, bench.JSONBody, d)
+		js, ok := run("gateway json", bench.Options{Addr: gw, Route: bench.RouteJSON, Body: bench.JSONBody}, d)
 		if !ok {
 			return 1
 		}
-		fmt.Fprintf(stdout, "%-22s in-flight %-3d raw %.2fx, json %.2fx of the baseline\n", "ratio", d, raw.RPS()/b.RPS(), js.RPS()/b.RPS())
+		fmt.Fprintf(stdout, "%-22s in-flight %-3d raw %.2fx, json %.2fx of the baseline\n", "ratio", d, rawRes.RPS()/b.RPS(), js.RPS()/b.RPS())
+		for _, x := range extras {
+			r, ok := run(x.name, x.o, d)
+			if !ok {
+				return 1
+			}
+			fmt.Fprintf(stdout, "%-22s in-flight %-3d %.2fx of tcp forward_raw\n", "ratio", d, r.RPS()/rawRes.RPS())
+		}
 	}
 	return 0
 }

@@ -28,8 +28,9 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 	file := fs.String("c", defaultConfig, "config `FILE` used to resolve route names")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for each answer")
 	wait := fs.Duration("wait", 500*time.Millisecond, "how long to wait for pushes after the last answer")
+	dial := addDialFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gateway call [-addr HOST:PORT] [-envelope idlen] [-c FILE] ROUTE_NAME_OR_ID JSON [ROUTE JSON ...]")
+		fmt.Fprintln(stderr, "usage: gateway call [-addr HOST:PORT] [-envelope idlen] [-ws] [-tls [-ca FILE] [-cert FILE -key FILE]] [-c FILE] ROUTE_NAME_OR_ID JSON [ROUTE JSON ...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -60,9 +61,14 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 		reqs = append(reqs, req{id, name, json.RawMessage(rest[i+1])})
 	}
 
+	opts := client.Options{Envelope: *env}
+	if err := dial.apply(&opts); err != nil {
+		fmt.Fprintln(stderr, "gateway call:", err)
+		return 2
+	}
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	c, err := client.Dial(dctx, *addr, client.Options{Envelope: *env})
+	c, err := client.Dial(dctx, *addr, opts)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway call:", err)

@@ -44,12 +44,19 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	for _, l := range srv.Report.Config.Network.Listeners {
-		log.Info("listening", "listener", l.Name, "address", srv.Gateway.Addr(l.Name).String(),
-			"envelope", l.Protocol.Envelope, "body", l.Protocol.Body, "entry_service", l.EntryService)
+		attrs := []any{"listener", l.Name, "address", srv.Gateway.Addr(l.Name).String(), "transport", l.Transport}
+		if l.Transport == "ws" {
+			attrs = append(attrs, "path", l.Path)
+		}
+		attrs = append(attrs, "tls", l.TLS != nil, "envelope", l.Protocol.Envelope, "body", l.Protocol.Body, "entry_service", l.EntryService)
+		log.Info("listening", attrs...)
 	}
 
 	if srv.Admin != nil {
 		log.Info("admin listening", "address", srv.Admin.Addr())
+		if srv.Admin.Play() != "" {
+			log.Info("browser client", "url", "http://"+srv.Admin.Addr()+"/play/", "listener", srv.Admin.Play())
+		}
 	}
 
 	sig := <-sigs

@@ -1,0 +1,172 @@
+package acceptance
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/internal/testcerts"
+)
+
+// TestMutualTLS: with client_ca_file, a client certificate the CA signed
+// gets a session; a certificate from another CA, or none, is refused in
+// the handshake and no session is made, over tcp and ws alike.
+func TestMutualTLS(t *testing.T) {
+	s := startTransportEdge(t, "",
+		tlistener{transport: "tls", envelope: "idlen", mtls: true},
+		tlistener{transport: "wss", envelope: "idlen", mtls: true})
+	for _, name := range []string{"tls_idlen", "wss_idlen"} {
+		t.Run(name, func(t *testing.T) {
+			c := s.dial(t, name)
+			var got json2
+			call(t, c, rEcho, map[string]int{"n": 1}, &got)
+
+			rogue, err := testcerts.ClientConfig(s.certs.CA, s.certs.RogueCert, s.certs.RogueKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Present it whatever CAs the server names (crypto/tls would
+			// otherwise send none, which is the other case).
+			pair := rogue.Certificates[0]
+			rogue.Certificates = nil
+			rogue.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
+			anonymous, err := testcerts.ClientConfig(s.certs.CA, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for what, cfg := range map[string]*tls.Config{"a certificate of another CA": rogue, "no certificate": anonymous} {
+				o := s.options(t, name)
+				o.TLS = cfg
+				c, err := s.dialWith(t, name, o)
+				if err == nil {
+					// TLS 1.3: the client's side of the handshake ends
+					// before the server has checked its certificate; the
+					// refusal arrives as the first read's alert.
+					select {
+					case <-c.Done():
+						err = c.Err()
+					case <-time.After(patience):
+					}
+				}
+				if err == nil {
+					t.Fatalf("%s: the connection was accepted", what)
+				}
+				t.Logf("%s: %v", what, err)
+			}
+			if n := s.srv.Gateway.Sessions().Len(); n != 1 {
+				t.Fatalf("%d sessions, want only the good client's", n)
+			}
+		})
+	}
+}
+
+// TestTLSVersions: TLS 1.1 is refused; 1.2 and 1.3 are served, and the
+// framing above TLS is the envelope's bytes as they are.
+func TestTLSVersions(t *testing.T) {
+	s := startTransportEdge(t, "", tlistener{transport: "tls", envelope: "idlen"})
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		cfg := s.clientTLS(t)
+		cfg.MinVersion, cfg.MaxVersion = v, v
+		tc, err := tls.Dial("tcp", s.addr("tls_idlen"), cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", tls.VersionName(v), err)
+		}
+		w := &transcript{t: t, name: tls.VersionName(v), nc: tc, codec: mustCodec(t, "idlen")}
+		w.br = newReader(tc)
+		w.write([]byte{0, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0}) // an idlen heartbeat, byte for byte
+		w.expect(envelope.Frame{Kind: envelope.Heartbeat})
+		tc.Close()
+	}
+	cfg := s.clientTLS(t)
+	cfg.MinVersion, cfg.MaxVersion = tls.VersionTLS10, tls.VersionTLS11
+	if tc, err := tls.Dial("tcp", s.addr("tls_idlen"), cfg); err == nil {
+		tc.Close()
+		t.Fatal("a TLS 1.1 handshake succeeded")
+	}
+}
+
+// TestHandshakeTimeout: a connection that never finishes its handshakes is
+// closed within handshake_timeout and counted, and while it waits it holds
+// a max_sessions slot no longer: on tls, one that sends nothing; on ws, one
+// that sends no HTTP request; on wss, one that finishes TLS but sends no
+// request (the deadline covers both handshakes).
+func TestHandshakeTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	extra := "handshake_timeout: 300ms"
+	s := startTransportEdge(t, "  max_sessions: 1",
+		tlistener{transport: "tls", envelope: "idlen", extra: extra},
+		tlistener{transport: "ws", envelope: "idlen", extra: extra},
+		tlistener{transport: "wss", envelope: "idlen", extra: extra})
+	for _, tc := range []struct {
+		listener string
+		tls      bool // finish the TLS handshake first
+	}{
+		{"tls_idlen", false},
+		{"ws_idlen", false},
+		{"wss_idlen", false},
+		{"wss_idlen", true},
+	} {
+		name := tc.listener
+		if tc.tls {
+			name += "/after_tls"
+		}
+		t.Run(name, func(t *testing.T) {
+			hits := s.limitHits("handshake_timeout")
+			start := time.Now()
+			var nc net.Conn
+			var err error
+			if tc.tls {
+				nc, err = tls.Dial("tcp", s.addr(tc.listener), s.clientTLS(t))
+			} else {
+				nc, err = net.Dial("tcp", s.addr(tc.listener))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			// The silent connection holds the only slot: another is
+			// refused at accept.
+			eventually(t, "the slot taken", func() bool { return refusedNow(t, s.addr("tls_idlen")) })
+
+			nc.SetReadDeadline(time.Now().Add(patience))
+			_, err = io.ReadAll(nc)
+			took := time.Since(start)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("still open after %v", took)
+			}
+			if took < timeout-50*time.Millisecond || took > timeout+3*time.Second {
+				t.Fatalf("closed after %v, want about %v", took, timeout)
+			}
+			eventually(t, "handshake_timeout counted", func() bool { return s.limitHits("handshake_timeout") == hits+1 })
+
+			// The slot is free again.
+			c := s.dial(t, tc.listener)
+			var got json2
+			call(t, c, rEcho, map[string]int{"n": 1}, &got)
+			c.Close()
+			eventually(t, "the session gone", func() bool { return s.srv.Gateway.Sessions().Len() == 0 })
+		})
+	}
+	if n := s.srv.Gateway.Sessions().Len(); n != 0 {
+		t.Fatalf("%d sessions left", n)
+	}
+}
+
+// refusedNow reports whether a new connection to addr is closed at once
+// (max_sessions reached) rather than left open for its handshake.
+func refusedNow(t testing.TB, addr string) bool {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return true
+	}
+	defer nc.Close()
+	nc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	_, err = nc.Read(make([]byte, 1))
+	return !errors.Is(err, os.ErrDeadlineExceeded)
+}

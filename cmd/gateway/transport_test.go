@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shieldrpc/shield/bootstrap"
+	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/internal/testcerts"
+)
+
+// TestCallOverTransports: gateway call logs in and joins a room over the
+// example game's ws listener, and over a tls listener (mutual TLS, with
+// -ca, -cert and -key); a wrong certificate fails the call.
+func TestCallOverTransports(t *testing.T) {
+	noLeak(t)
+	dir := t.TempDir()
+	certs, err := testcerts.Generate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv, err := bootstrap.Start(ctx, example, bootstrap.Options{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Override: func(c *config.Config) {
+			for i := range c.Network.Listeners {
+				c.Network.Listeners[i].Address = "127.0.0.1:0"
+			}
+			// The game listener under mutual TLS.
+			c.Network.Listeners[0].TLS = &config.TLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, ClientCAFile: certs.CA}
+			c.Network.Admin = nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(context.Background())
+
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"ws", []string{"-ws", "-addr", srv.Gateway.Addr("web").String(), "-envelope", "delimiter", "-origin", "http://127.0.0.1:9100"}},
+		{"tls", []string{"-tls", "-addr", srv.Gateway.Addr("game").String(), "-ca", certs.CA, "-cert", certs.ClientCert, "-key", certs.ClientKey}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"call", "-c", example, "-wait", "50ms"}, tc.args...)
+			args = append(args, "login", `{"user":"cli-`+tc.name+`"}`, "join_room", `{"room":"r"}`)
+			code, out, errOut := gateway(t, args...)
+			if code != 0 || !strings.Contains(out, `login -> {"player_id":"cli-`+tc.name+`"}`) || !strings.Contains(out, `join_room -> {"members":1,"room":"r"}`) {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+		})
+	}
+	code, out, errOut := gateway(t, "call", "-c", example, "-tls", "-addr", srv.Gateway.Addr("game").String(), "-ca", certs.CA,
+		"-cert", certs.RogueCert, "-key", certs.RogueKey, "-timeout", "500ms", "login", `{"user":"x"}`)
+	if code == 0 {
+		t.Fatalf("a client certificate of another CA was served:\n%s%s", out, errOut)
+	}
+	if code, _, errOut := gateway(t, "call", "-c", example, "-ca", certs.CA, "login", `{}`); code != 2 || !strings.Contains(errOut, "need -tls") {
+		t.Fatalf("-ca without -tls: exit %d, %s", code, errOut)
+	}
+}
+
+// TestBenchTransports: a short bench with -ws and -tls reports the raw
+// echo over ws, tls and wss next to plain tcp.
+func TestBenchTransports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load run")
+	}
+	noLeak(t)
+	code, out, errOut := gateway(t, "bench", "-d", "200ms", "-warmup", "50ms", "-conns", "2", "-inflight", "2", "-ws", "-tls")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, row := range []string{"gateway forward_raw", "gateway ws raw", "gateway tls raw", "gateway wss raw"} {
+		if !strings.Contains(out, row) {
+			t.Errorf("no %q row in:\n%s", row, out)
+		}
+	}
+	if strings.Contains(out, "errors 1") {
+		t.Errorf("error frames in:\n%s", out)
+	}
+}

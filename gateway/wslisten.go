@@ -1,0 +1,232 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// A ws listener is an http.Server of its own on the listener's address. It
+// accepts through admitListener, so that max_sessions and the accept
+// back-off apply as they do for tcp, and every accepted connection must
+// finish its handshakes (TLS, when the listener has tls:, then the HTTP
+// upgrade) within handshake_timeout of its accept, or a watchdog closes it.
+// Only an upgrade at the listener's path is taken (anything else is 404),
+// with the Origin check of allowed_origins. The handler then runs the
+// session's read loop on the connection's goroutine, as the tcp listener's
+// goroutine does.
+
+// The states of an admitted connection.
+const (
+	pending  int32 = iota // accepted; handshakes in progress
+	upgraded              // a WebSocket now: the session's
+	expired               // the watchdog closed it
+)
+
+// admitted is a connection a ws listener accepted and counted in
+// Gateway.live, which it leaves when closed, whoever closes it: the HTTP
+// server (a refused or failed handshake), the watchdog, or the session's
+// teardown once it is a WebSocket.
+type admitted struct {
+	net.Conn
+	g     *Gateway
+	state atomic.Int32
+
+	mu       sync.Mutex // guards watchdog, which expire may read as soon as it is set
+	watchdog *time.Timer
+	once     sync.Once
+}
+
+// admitListener is the net.Listener a ws listener's http.Server accepts from.
+type admitListener struct {
+	net.Listener
+	g *Gateway
+	l *listener
+}
+
+// Accept returns the next connection the gateway has room for, wrapped in
+// TLS when the listener has tls: (the HTTP server runs the handshake).
+func (a *admitListener) Accept() (net.Conn, error) {
+	nc, err := a.g.admit(a.l)
+	if err != nil {
+		return nil, err
+	}
+	c := &admitted{Conn: nc, g: a.g}
+	c.mu.Lock()
+	c.watchdog = time.AfterFunc(a.l.cfg.HandshakeTimeout, c.expire)
+	c.mu.Unlock()
+	if a.l.tls != nil {
+		return tls.Server(c, a.l.tls), nil
+	}
+	return c, nil
+}
+
+// expire closes a connection whose handshakes did not finish in time.
+func (c *admitted) expire() {
+	if c.state.CompareAndSwap(pending, expired) {
+		c.g.m.LimitsHit.WithLabelValues("handshake_timeout").Inc()
+		c.g.log.Debug("handshake not done within handshake_timeout; closed", "remote", c.RemoteAddr().String())
+		c.Close()
+	}
+}
+
+// upgrade claims the connection for a session; false when the watchdog
+// closed it first.
+func (c *admitted) upgrade() bool {
+	if !c.state.CompareAndSwap(pending, upgraded) {
+		return false
+	}
+	c.mu.Lock()
+	c.watchdog.Stop()
+	c.mu.Unlock()
+	return true
+}
+
+// Close closes the connection and gives its max_sessions slot back, once.
+func (c *admitted) Close() error {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.watchdog.Stop()
+		c.mu.Unlock()
+		c.g.live.Add(-1)
+	})
+	return c.Conn.Close()
+}
+
+// connKey is the context key under which a request finds its connection.
+type connKey struct{}
+
+// newWSServer builds the HTTP server of a ws listener. Its timeouts are the
+// handshake's; they end with the upgrade, when the connection leaves the
+// server (it is hijacked).
+func (g *Gateway) newWSServer(l *listener) *http.Server {
+	return &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.upgrade(l, w, r) }),
+		ReadHeaderTimeout: l.cfg.HandshakeTimeout,
+		IdleTimeout:       l.cfg.HandshakeTimeout,
+		MaxHeaderBytes:    16 << 10, // an upgrade request is a few hundred bytes
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+	}
+}
+
+// upgrade serves one HTTP request on a ws listener: the upgrade at the
+// listener's path becomes a session, served on this goroutine until it
+// ends; anything else gets an error status and the connection is closed.
+func (g *Gateway) upgrade(l *listener, w http.ResponseWriter, r *http.Request) {
+	// Refusals close the connection: a client gets one try per
+	// connection. A successful upgrade replaces this header.
+	w.Header().Set("Connection", "close")
+	if r.URL.Path != l.cfg.Path {
+		http.NotFound(w, r)
+		return
+	}
+	if !hasToken(r.Header, "Connection", "upgrade") || !hasToken(r.Header, "Upgrade", "websocket") {
+		// coder/websocket would answer this too, but keep the
+		// connection open for another request.
+		w.Header().Set("Upgrade", "websocket")
+		http.Error(w, "a WebSocket upgrade is required here", http.StatusUpgradeRequired)
+		return
+	}
+	if !originAllowed(l.cfg.AllowedOrigins, r.Header) {
+		g.log.Debug("WebSocket upgrade refused: origin not allowed", "listener", l.cfg.Name,
+			"remote", r.RemoteAddr, "origin", truncate(r.Header.Get("Origin"), 64))
+		http.Error(w, "origin not allowed", http.StatusForbidden)
+		return
+	}
+	raw, _ := r.Context().Value(connKey{}).(net.Conn)
+	ac := admittedOf(raw)
+	if ac == nil {
+		http.Error(w, "internal error", http.StatusInternalServerError) // not from admitListener: cannot happen
+		return
+	}
+	// The session is counted in g.conns before the gateway can start
+	// waiting for them: a drain that has begun refuses the upgrade.
+	g.mu.Lock()
+	if g.draining {
+		g.mu.Unlock()
+		http.Error(w, "the gateway is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	g.conns.Add(1)
+	g.mu.Unlock()
+	defer g.conns.Done()
+
+	// The Origin check is ours (exact strings, SPEC §3): InsecureSkipVerify
+	// turns off the library's own same-host rule. No compression: frames
+	// are small and deflate state would cost memory per session.
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		g.log.Debug("WebSocket upgrade failed", "listener", l.cfg.Name, "remote", r.RemoteAddr, "error", err)
+		return // Accept wrote the response
+	}
+	if !ac.upgrade() {
+		ws.CloseNow()
+		return
+	}
+	g.serve(l, newWSConn(ws, raw, l.codec, l.cfg.Protocol.MaxFrameBytes))
+}
+
+// admittedOf finds the admitted connection under c (under TLS, c wraps it).
+func admittedOf(c net.Conn) *admitted {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	ac, _ := c.(*admitted)
+	return ac
+}
+
+// originAllowed applies allowed_origins (SPEC §3): with a list, the Origin
+// header must be exactly one of its values; a request without one (a
+// native client) passes, and so does any request when the list is empty.
+// Several Origin headers are refused: a browser sends one.
+func originAllowed(allowed []string, h http.Header) bool {
+	if len(allowed) == 0 {
+		return true
+	}
+	origins := h.Values("Origin")
+	switch len(origins) {
+	case 0:
+		return true
+	case 1:
+		return slices.Contains(allowed, origins[0])
+	default:
+		return false
+	}
+}
+
+// hasToken reports whether a comma-separated header holds token, in any case.
+func hasToken(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// loopback reports whether addr is on a loopback address.
+func loopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
