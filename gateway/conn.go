@@ -34,7 +34,7 @@ func (g *Gateway) serve(l *listener, fc frameConn) {
 		fc.Close(session.Closed)
 		return
 	}
-	c := &conn{g: g, l: l, fc: fc, warned: map[codes.Code]int64{},
+	c := &conn{g: g, l: l, fc: fc,
 		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst)}
 	b := session.Binding{Target: target, Gateway: g.name, Profile: l.cfg.Name}
 	// Answers get a reserve of max_inflight slots on top of

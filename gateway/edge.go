@@ -82,6 +82,9 @@ func (c *conn) reject(f *envelope.Frame, code codes.Code, msg string, answer boo
 		return
 	}
 	if sec := time.Now().Unix(); c.warned[code] != sec {
+		if c.warned == nil {
+			c.warned = map[codes.Code]int64{} // most sessions never need it
+		}
 		c.warned[code] = sec
 		b := c.s.Binding()
 		// Never the body: it is the client's and may be anything.

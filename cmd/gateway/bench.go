@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"flag"
@@ -8,11 +9,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shieldrpc/shield/bench"
@@ -35,6 +38,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	dur := fs.Duration("d", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	idle := fs.Int("idle", 0, "instead: open `N` idle sessions and report the memory per session")
+	adminAddr := fs.String("admin", "", "with -addr and -idle: the gateway's admin `HOST:PORT`, to read its memory")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the gateway runs to `FILE`")
 	dial := addDialFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -60,6 +64,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%-22s in-flight %-3d %s\n", name, depth, r)
 		return r, true
+	}
+	if *addr != "" && *idle > 0 {
+		return remoteIdleMemory(stdout, stderr, *addr, *adminAddr, *idle)
 	}
 	if *addr != "" {
 		o := bench.Options{Addr: *addr, Route: uint32(*route), Body: []byte(*body), Path: *dial.path}
@@ -182,6 +189,20 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 // stack growth per session (the client ends of the sockets, in the same
 // process, are included: a little over the gateway's own cost).
 func idleMemory(stdout, stderr io.Writer, addr string, n int, srv *bootstrap.Server) int {
+	// Both ends of every connection are in this process: two descriptors
+	// each. Raising the hard limit works as root; otherwise the soft one
+	// goes as far as the hard one allows.
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(2*n+1024) {
+		want := uint64(2*n + 1024)
+		if lim.Max < want {
+			lim.Max = want
+		}
+		lim.Cur = want
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			fmt.Fprintf(stderr, "bench: cannot raise the open-file limit to %d: %v\n", want, err)
+		}
+	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -210,4 +231,68 @@ func idleMemory(stdout, stderr io.Writer, addr string, n int, srv *bootstrap.Ser
 	fmt.Fprintf(stdout, "%d idle sessions: heap %d KiB + stacks %d KiB = %.1f KiB per session (goroutines %d)\n",
 		srv.Gateway.Sessions().Len(), heap>>10, stack>>10, float64(heap+stack)/1024/float64(n), runtime.NumGoroutine())
 	return 0
+}
+
+// remoteIdleMemory opens n idle sessions to a gateway running in another
+// process and reports its heap and stack growth per session, read from
+// its /metrics: the way to measure 10,000 sessions where one process may
+// not hold both ends of each.
+func remoteIdleMemory(stdout, stderr io.Writer, addr, admin string, n int) int {
+	if admin == "" {
+		fmt.Fprintln(stderr, "bench: -idle with -addr needs -admin HOST:PORT")
+		return 2
+	}
+	read := func() (heap, stack, sessions float64, err error) {
+		m, err := scrapeMetrics(admin, "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "shield_sessions")
+		return m[0], m[1], m[2], err
+	}
+	heap0, stack0, _, err := read()
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Fprintf(stderr, "dial %d: %v\n", i, err)
+			return 1
+		}
+		conns = append(conns, c)
+	}
+	var heap, stack, sessions float64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if heap, stack, sessions, err = read(); err == nil && int(sessions) >= n {
+			break
+		}
+	}
+	fmt.Fprintf(stdout, "%.0f idle sessions: heap %+.0f KiB + stacks %+.0f KiB = %.1f KiB per session\n",
+		sessions, (heap-heap0)/1024, (stack-stack0)/1024, (heap-heap0+stack-stack0)/1024/float64(n))
+	return 0
+}
+
+// scrapeMetrics reads unlabelled samples from a Prometheus text endpoint.
+func scrapeMetrics(admin string, names ...string) ([]float64, error) {
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := make([]float64, len(names))
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for i, name := range names {
+			if rest, ok := strings.CutPrefix(line, name+" "); ok {
+				out[i], _ = strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			}
+		}
+	}
+	return out, sc.Err()
 }
