@@ -7,31 +7,20 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shieldrpc/shield/bootstrap"
 	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/internal/testutil"
 )
 
 // noLeak fails t if, once the test is over, more goroutines run than
-// before it started. It polls with a deadline: a goroutine that is on its
-// way out gets the time to finish.
+// before it started (testutil.CheckGoroutines, under this package's name).
 func noLeak(t testing.TB) {
 	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond) // polling, bounded by the deadline
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<20)
-			t.Errorf("%d goroutines left behind:\n%s", n-before, buf[:runtime.Stack(buf, true)])
-		}
-	})
+	testutil.CheckGoroutines(t)
 }
 
 // writeGame writes a config and its scripts into a fresh folder and
@@ -40,21 +29,9 @@ func writeGame(t testing.TB, yaml string, scripts map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "game.yaml")
-	writeFile(t, path, yaml)
-	for name, src := range scripts {
-		writeFile(t, filepath.Join(dir, name), src)
-	}
+	testutil.WriteFile(t, path, yaml)
+	testutil.WriteFiles(t, dir, scripts)
 	return path
-}
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // compileErrors compiles path, expects it to fail with config.Errors and
@@ -125,7 +102,7 @@ func TestCompileExample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, filepath.Join(dir, name), string(data))
+		testutil.WriteFile(t, filepath.Join(dir, name), string(data))
 	}
 	rep, err := bootstrap.Compile(filepath.Join(dir, "actors.yaml"), quiet())
 	if err != nil {

@@ -45,6 +45,7 @@ const hexDigits = "0123456789abcdef"
 // UTF-8; on false, b holds a partial string the caller throws away. Only
 // '"', '\' and control characters are escaped: no HTML escaping (SPEC), and
 // non-ASCII text, U+2028 included, is written as is.
+// Not shared with envelope.appendJSONString, which mirrors encoding/json instead.
 func appendString(b []byte, s string) ([]byte, bool) {
 	b = append(b, '"')
 	start := 0 // s[start:i] is pending, to be copied in one append

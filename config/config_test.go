@@ -2,37 +2,22 @@ package config_test
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/internal/testutil"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind.
 // Decoding starts none, so the count must come back to where it began.
 func TestMain(m *testing.M) {
-	before := runtime.NumGoroutine()
-	code := m.Run()
-	// Fuzzing leaves the coordinator's own goroutines running: check only
-	// plain test runs.
-	if f := flag.Lookup("test.fuzz"); code == 0 && (f == nil || f.Value.String() == "") {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond) // polling, bounded by the deadline
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			fmt.Fprintf(os.Stderr, "config: %d goroutines left behind (%d before the tests)\n", n-before, before)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testutil.CheckGoroutinesMain(m, "config"))
 }
 
 // parseOK parses src and fails the test on any error.
@@ -303,7 +288,7 @@ actors:
   - {name: auth, script: services/auth.lua}
 `
 	path := filepath.Join(dir, "cfg", "game.yaml")
-	writeFile(t, path, src)
+	testutil.WriteFile(t, path, src)
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -517,7 +502,7 @@ func TestLoadMissingFile(t *testing.T) {
 // with the errors, so that layer 2 can report in the same run.
 func TestLoadReturnsConfigWithErrors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "game.yaml")
-	writeFile(t, path, valid+"session: {max_inflight: 0}\n")
+	testutil.WriteFile(t, path, valid+"session: {max_inflight: 0}\n")
 	cfg, err := config.Load(path)
 	var errs config.Errors
 	if !errors.As(err, &errs) || len(errs) != 1 || cfg == nil || len(cfg.Actors) != 1 {
@@ -578,16 +563,6 @@ func TestLongValuesAreCut(t *testing.T) {
 		if len(e.Error()) > 300 {
 			t.Errorf("message of %d bytes: %.100q...", len(e.Error()), e.Error())
 		}
-	}
-}
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -1,37 +1,21 @@
 package descriptor_test
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
+	"github.com/shieldrpc/shield/internal/testutil"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	before := runtime.NumGoroutine()
-	code := m.Run()
-	// Fuzzing leaves the coordinator's own goroutines running: check only
-	// plain test runs.
-	if f := flag.Lookup("test.fuzz"); code == 0 && (f == nil || f.Value.String() == "") {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond) // polling, bounded by the deadline
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			fmt.Fprintf(os.Stderr, "descriptor: %d goroutines left behind\n", n-before)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testutil.CheckGoroutinesMain(m, "descriptor"))
 }
 
 const file = "game.yaml"

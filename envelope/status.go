@@ -67,6 +67,7 @@ const hexDigits = "0123456789abcdef"
 // escaped, U+2028 and U+2029 too (JavaScript clients choke on them), and
 // invalid UTF-8 becomes U+FFFD. It exists because json.Marshal allocates and
 // escapes HTML, and encoders here only append.
+// Not shared with codec.appendString, which rejects bad UTF-8 and keeps U+2028.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0

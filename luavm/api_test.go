@@ -9,6 +9,7 @@ import (
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/internal/luatest"
 )
 
 // TestShieldAPI covers the shield functions that need no other service.
@@ -95,29 +96,29 @@ func TestShieldAPI(t *testing.T) {
 		"      - {id: 201, binding: push_b, direction: s2c, owner_service: b}\n" +
 		"      - {id: 202, binding: both, direction: bidi}\n"
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", a, actorYAML("b", "", "")),
+		"actors.yaml": luatest.ConfigYAML("", a, luatest.ActorYAML("b", "", "")),
 		"a.lua":       aScript,
 		"b.lua": `local M = {}
 function M.has(ctx) return shield.client_rpc.push_b ~= nil and shield.client_rpc.push_a == nil end
 return M`,
 	})
-	w.gw.rejectN[13] = codes.QueueFull
-	w.gw.rejectN[14] = codes.EpochExpired
+	w.Gateway.RejectN[13] = codes.QueueFull
+	w.Gateway.RejectN[14] = codes.EpochExpired
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			id := w.send(t, "a", uint32(i+1), "{}")
+			id := w.Send(t, "a", uint32(i+1), "{}")
 			want := c.want
 			if c.name == "client fields" {
 				want = fmt.Sprintf(want, i+1, i+1)
 				want = strings.ReplaceAll(want, "REQ", fmt.Sprint(id))
 			}
-			expect(t, w.await(t, id), want, c.msg)
+			luatest.Expect(t, w.Await(t, id), want, c.msg)
 		})
 	}
-	expect(t, w.ask(t, "a", 202, "{}"), `"bidi"`, "")
+	luatest.Expect(t, w.Ask(t, "a", 202, "{}"), `"bidi"`, "")
 
 	// The log fields, with service and instance.
-	recs := w.logs.records("api log")
+	recs := w.Logs.Records("api log")
 	if len(recs) != 1 {
 		t.Fatalf("%d api log records", len(recs))
 	}
@@ -128,31 +129,31 @@ return M`,
 		}
 	}
 	levels := map[any]bool{}
-	for _, r := range w.logs.records("lvl") {
+	for _, r := range w.Logs.Records("lvl") {
 		levels[r["level"]] = true
 	}
 	if len(levels) != 3 {
 		t.Fatalf("levels logged: %v", levels)
 	}
-	if odd := w.logs.records("odd"); len(odd) != 1 || odd[0]["!BADKEY"] != "k" {
+	if odd := w.Logs.Records("odd"); len(odd) != 1 || odd[0]["!BADKEY"] != "k" {
 		t.Fatalf("odd log: %v", odd)
 	}
 
 	// What the gateway saw.
-	w.gw.mu.Lock()
-	defer w.gw.mu.Unlock()
-	if len(w.gw.binds) != 3 { // p1 and two stale ones
-		t.Fatalf("%d binds", len(w.gw.binds))
+	w.Gateway.Mu.Lock()
+	defer w.Gateway.Mu.Unlock()
+	if len(w.Gateway.Binds) != 3 { // p1 and two stale ones
+		t.Fatalf("%d binds", len(w.Gateway.Binds))
 	}
 	wantBind := egress.BindRequest{Ref: egress.ClientRef{SessionID: 7, Epoch: 3, Gateway: "gw-test"}, PlayerID: "p1", Target: "player", Caller: egress.ActorID{Service: "a"}}
-	if got := *w.gw.binds[0]; !reflect.DeepEqual(got, wantBind) {
+	if got := *w.Gateway.Binds[0]; !reflect.DeepEqual(got, wantBind) {
 		t.Fatalf("bind %+v, want %+v", got, wantBind)
 	}
-	if len(w.gw.kicks) != 1 || w.gw.kicks[0].reason != "cheating" || w.gw.kicks[0].ref.SessionID != 7 {
-		t.Fatalf("kicks %+v", w.gw.kicks)
+	if len(w.Gateway.Kicks) != 1 || w.Gateway.Kicks[0].Reason != "cheating" || w.Gateway.Kicks[0].Ref.SessionID != 7 {
+		t.Fatalf("kicks %+v", w.Gateway.Kicks)
 	}
 	var many *egress.Push
-	for _, p := range w.gw.pushes {
+	for _, p := range w.Gateway.Pushes {
 		if string(p.Bodies["json"]) == `{"hello":"many"}` {
 			many = p
 		}
@@ -167,7 +168,7 @@ return M`,
 func TestClientTable(t *testing.T) {
 	cases := []luaCase{{name: "client", body: `return { client.player_id, client.request_id, client.session_id, client.epoch, type(client.request_id) }`}}
 	a, aScript := caseActor("a", "", "", cases)
-	w := startWorld(t, map[string]string{"actors.yaml": configYAML("", a), "a.lua": aScript})
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
 	for _, tc := range []struct {
 		req, sess, epoch uint64
 		want             string
@@ -175,9 +176,9 @@ func TestClientTable(t *testing.T) {
 		{1 << 53, 1, 2, fmt.Sprintf(`["p9",%d,1,2,"number"]`, uint64(1<<53))},
 		{1<<53 + 1, 1<<64 - 1, 1<<53 + 5, `["p9","9007199254740993","18446744073709551615","9007199254740997","string"]`},
 	} {
-		c := client(tc.req, 1)
+		c := luatest.Client(tc.req, 1)
 		c.Ref.PlayerID, c.Ref.SessionID, c.Ref.Epoch = "p9", tc.sess, tc.epoch
-		w.deliver(t, "a", &ingress.ClientIngress{Client: c, Body: []byte("{}"), Codec: "json"})
-		expect(t, w.await(t, tc.req), tc.want, "")
+		w.Deliver(t, "a", &ingress.ClientIngress{Client: c, Body: []byte("{}"), Codec: "json"})
+		luatest.Expect(t, w.Await(t, tc.req), tc.want, "")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/shieldrpc/shield/descriptor"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/internal/luatest"
 	"github.com/shieldrpc/shield/luavm"
 )
 
@@ -63,7 +64,7 @@ func vmBytes(tb testing.TB, n int, served bool) float64 {
 		vms[i] = benchVM(tb, echoScript)
 		if served {
 			vms[i].Attach(&host{})
-			vms[i].HandleIngress(&ingress.ClientIngress{Client: client(1, 1), Body: []byte(`{}`), Codec: "json"})
+			vms[i].HandleIngress(&ingress.ClientIngress{Client: luatest.Client(1, 1), Body: []byte(`{}`), Codec: "json"})
 		}
 	}
 	runtime.GC()

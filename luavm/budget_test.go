@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/shieldrpc/shield/internal/luatest"
 )
 
 // slowCallee is service b: a 10 s budget, far above its callers'.
@@ -42,20 +44,20 @@ func TestBudgets(t *testing.T) {
 function M.ping(ctx, client, req) return "pong" end`, cases)
 	a += "      - {id: 100, binding: ping}\n"
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", a, actorYAML("b", "handler_timeout: 10s", "")),
+		"actors.yaml": luatest.ConfigYAML("", a, luatest.ActorYAML("b", "handler_timeout: 10s", "")),
 		"a.lua":       aScript, "b.lua": slowCallee,
 	})
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			expect(t, w.ask(t, "a", uint32(i+1), "{}"), c.want, "")
+			luatest.Expect(t, w.Ask(t, "a", uint32(i+1), "{}"), c.want, "")
 			took := time.Since(start)
 			if c.want == "client_rpc.timeout" && (took < 190*time.Millisecond || took > patience*1500*time.Millisecond) {
 				t.Fatalf("timed out after %v, want about 200ms", took)
 			}
 			// The VM serves the next request at once.
 			start = time.Now()
-			expect(t, w.ask(t, "a", 100, "{}"), `"pong"`, "")
+			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
 			if took := time.Since(start); took > patience*250*time.Millisecond {
 				t.Fatalf("next request answered after %v", took)
 			}
@@ -63,7 +65,7 @@ function M.ping(ctx, client, req) return "pong" end`, cases)
 	}
 	// b was stopped with its callers: it answers at once too.
 	start := time.Now()
-	expect(t, w.ask(t, "a", 100, "{}"), `"pong"`, "")
+	luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
 	if took := time.Since(start); took > patience*250*time.Millisecond {
 		t.Fatalf("b answered after %v", took)
 	}
@@ -78,27 +80,27 @@ func TestLateReply(t *testing.T) {
 	}
 	a, aScript := caseActor("a", "handler_timeout: 200ms", "", cases)
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", a, actorYAML("b", "handler_timeout: 10s", "")),
+		"actors.yaml": luatest.ConfigYAML("", a, luatest.ActorYAML("b", "handler_timeout: 10s", "")),
 		"a.lua":       aScript, "b.lua": slowCallee,
 	})
 	var ids []uint64
 	for i := 0; i < 20; i++ {
 		// Around the budget: some replies beat it, some are late.
-		ids = append(ids, w.send(t, "a", 1, `{"ms":`+strconv.Itoa(150+5*i)+`}`))
+		ids = append(ids, w.Send(t, "a", 1, `{"ms":`+strconv.Itoa(150+5*i)+`}`))
 	}
 	for _, id := range ids {
-		r := w.await(t, id)
+		r := w.Await(t, id)
 		if r.Err != nil && r.Err.Code != "client_rpc.timeout" || r.Err == nil && string(r.Body) != `"late"` {
 			t.Fatalf("request %d: %s %v", id, r.Body, r.Err)
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // every late reply has come back
 	for _, id := range ids {
-		if n := len(w.gw.responses(id)); n != 1 {
+		if n := len(w.Gateway.Responses(id)); n != 1 {
 			t.Fatalf("request %d: %d responses", id, n)
 		}
 	}
-	expect(t, w.ask(t, "a", 2, "{}"), "1", "")
+	luatest.Expect(t, w.Ask(t, "a", 2, "{}"), "1", "")
 }
 
 // TestDeadlineTravels checks that a callee runs under its caller's
@@ -112,27 +114,27 @@ func TestDeadlineTravels(t *testing.T) {
 	}
 	a, aScript := caseActor("a", "handler_timeout: 200ms", "", cases)
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", a,
-			actorYAML("b", "handler_timeout: 10s", ""),
-			actorYAML("c", "handler_timeout: 10s", "")),
+		"actors.yaml": luatest.ConfigYAML("", a,
+			luatest.ActorYAML("b", "handler_timeout: 10s", ""),
+			luatest.ActorYAML("c", "handler_timeout: 10s", "")),
 		"a.lua": aScript, "b.lua": slowCallee, "c.lua": slowCallee,
 	})
 	for i, tag := range []string{"direct", "hops"} {
 		start := time.Now()
-		expect(t, w.ask(t, "a", uint32(i+1), "{}"), "client_rpc.timeout", "")
+		luatest.Expect(t, w.Ask(t, "a", uint32(i+1), "{}"), "client_rpc.timeout", "")
 		if took := time.Since(start); took > patience*time.Second {
 			t.Fatalf("%s: timed out after %v", tag, took)
 		}
 		// The callees were stopped at the caller's deadline, not their own
 		// 10 s: they answer now.
-		expect(t, w.ask(t, "a", 3, "{}"), `"b"`, "")
-		expect(t, w.ask(t, "a", 4, "{}"), `"c"`, "")
+		luatest.Expect(t, w.Ask(t, "a", 3, "{}"), `"b"`, "")
+		luatest.Expect(t, w.Ask(t, "a", 4, "{}"), `"c"`, "")
 		if took := time.Since(start); took > patience*time.Second {
 			t.Fatalf("%s: callees free after %v", tag, took)
 		}
 	}
-	callers := w.logs.records("caller deadline")
-	callees := w.logs.records("callee deadline")
+	callers := w.Logs.Records("caller deadline")
+	callees := w.Logs.Records("callee deadline")
 	if len(callers) != 2 || len(callees) != 3 {
 		t.Fatalf("%d caller and %d callee deadline logs", len(callers), len(callees))
 	}

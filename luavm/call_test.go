@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/shieldrpc/shield/internal/luatest"
 	"github.com/shieldrpc/shield/service"
 )
 
@@ -72,8 +73,8 @@ func TestCall(t *testing.T) {
 		{name: "plain name for a sharded service", body: `return shield.call("shard", "who")`, want: "client_rpc.unavailable", msg: `instances`},
 		{name: "no such method", body: `return shield.call("b", "nosuch")`, want: "client_rpc.unavailable", msg: `nosuch`},
 		{name: "business error arrives unchanged", body: `return shield.call("b", "biz")`, want: "shop.sold_out", msg: `^none left$`},
-		{name: "callee raising is handler_failed", body: `return shield.call("b", "boom")`, want: "client_rpc.handler_failed", msg: incidentMsg.String()},
-		{name: "callee forging a code is handler_failed", body: `return shield.call("b", "forged")`, want: "client_rpc.handler_failed", msg: incidentMsg.String()},
+		{name: "callee raising is handler_failed", body: `return shield.call("b", "boom")`, want: "client_rpc.handler_failed", msg: luatest.IncidentMsg.String()},
+		{name: "callee forging a code is handler_failed", body: `return shield.call("b", "forged")`, want: "client_rpc.handler_failed", msg: luatest.IncidentMsg.String()},
 		{name: "callee returning a function is handler_failed", body: `return shield.call("b", "fn")`, want: "client_rpc.handler_failed"},
 		{name: "a function argument cannot leave the VM", body: `return shield.call("b", "echo", function() end)`, want: "client_rpc.handler_failed"},
 		{name: "a bad address", body: `return shield.call(42, "echo")`, want: "client_rpc.handler_failed"},
@@ -138,11 +139,11 @@ func TestCall(t *testing.T) {
 	}
 	a, aScript := caseActor("a", "handler_timeout: 2s\nmailbox: 64", fillNarrow, cases)
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("",
+		"actors.yaml": luatest.ConfigYAML("",
 			a,
-			actorYAML("b", "", ""),
-			actorYAML("shard", "instances: 3", ""),
-			actorYAML("narrow", "mailbox: 1\nhandler_timeout: 300ms", "")),
+			luatest.ActorYAML("b", "", ""),
+			luatest.ActorYAML("shard", "instances: 3", ""),
+			luatest.ActorYAML("narrow", "mailbox: 1\nhandler_timeout: 300ms", "")),
 		"a.lua": aScript, "b.lua": callee, "shard.lua": shard, "narrow.lua": narrow,
 	})
 	runCases(t, w, "a", cases)
@@ -154,7 +155,7 @@ func TestCallShardKey(t *testing.T) {
 	                                      return { name = name, inst = inst, ctx = ctxinst }`}}
 	a, aScript := caseActor("a", "", "", cases)
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", a, actorYAML("shard", "instances: 3", "")),
+		"actors.yaml": luatest.ConfigYAML("", a, luatest.ActorYAML("shard", "instances: 3", "")),
 		"a.lua":       aScript, "shard.lua": shard,
 	})
 	seen := map[int]bool{}
@@ -162,16 +163,16 @@ func TestCallShardKey(t *testing.T) {
 		key := "player-" + strconv.Itoa(i)
 		want := service.Shard(key, 3)
 		seen[want] = true
-		r := w.ask(t, "a", 1, fmt.Sprintf(`{"key":%q}`, key))
-		expect(t, r, fmt.Sprintf(`{"ctx":%d,"inst":%d,"name":"shard"}`, want, want), "")
+		r := w.Ask(t, "a", 1, fmt.Sprintf(`{"key":%q}`, key))
+		luatest.Expect(t, r, fmt.Sprintf(`{"ctx":%d,"inst":%d,"name":"shard"}`, want, want), "")
 	}
 	if len(seen) != 3 {
 		t.Fatalf("30 keys reached only instances %v", seen)
 	}
 	// A numeric key shards as its decimal string.
-	r := w.ask(t, "a", 1, `{"key":12345}`)
+	r := w.Ask(t, "a", 1, `{"key":12345}`)
 	want := service.Shard("12345", 3)
-	expect(t, r, fmt.Sprintf(`{"ctx":%d,"inst":%d,"name":"shard"}`, want, want), "")
+	luatest.Expect(t, r, fmt.Sprintf(`{"ctx":%d,"inst":%d,"name":"shard"}`, want, want), "")
 }
 
 // TestMaxPending checks that past max_pending, call, sleep and timeout
@@ -194,7 +195,7 @@ func TestMaxPending(t *testing.T) {
 	}
 	a, aScript := caseActor("a", "max_pending: 2", "", cases)
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", a, actorYAML("b", "", "")),
+		"actors.yaml": luatest.ConfigYAML("", a, luatest.ActorYAML("b", "", "")),
 		"a.lua":       aScript, "b.lua": callee,
 	})
 	runCases(t, w, "a", cases)
@@ -203,9 +204,9 @@ func TestMaxPending(t *testing.T) {
 	// slow callee, the third one's call is refused at once.
 	var ids []uint64
 	for i := 0; i < 3; i++ {
-		ids = append(ids, w.send(t, "a", 2, `{}`))
+		ids = append(ids, w.Send(t, "a", 2, `{}`))
 	}
-	expect(t, w.await(t, ids[2]), "client_rpc.busy", "max_pending")
-	expect(t, w.await(t, ids[0]), `"slow"`, "")
-	expect(t, w.await(t, ids[1]), `"slow"`, "")
+	luatest.Expect(t, w.Await(t, ids[2]), "client_rpc.busy", "max_pending")
+	luatest.Expect(t, w.Await(t, ids[0]), `"slow"`, "")
+	luatest.Expect(t, w.Await(t, ids[1]), `"slow"`, "")
 }

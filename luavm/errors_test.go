@@ -3,6 +3,8 @@ package luavm_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/shieldrpc/shield/internal/luatest"
 )
 
 // TestErrors checks what a raising handler answers (SPEC §6): a Lua error
@@ -10,7 +12,7 @@ import (
 // pass through, and nothing else can pose as a Shield code.
 func TestErrors(t *testing.T) {
 	const fail = "client_rpc.handler_failed"
-	incident := incidentMsg.String()
+	incident := luatest.IncidentMsg.String()
 	cases := []luaCase{
 		{name: "error with a string", body: `error("boom")`, want: fail, msg: incident},
 		{name: "error with a table", body: `error({ reason = "boom" })`, want: fail, msg: incident},
@@ -52,26 +54,26 @@ func TestErrors(t *testing.T) {
 		{name: "still serving", body: `return "ok"`, want: `"ok"`},
 	}
 	a, aScript := caseActor("a", "handler_timeout: 5s", "", cases)
-	w := startWorld(t, map[string]string{"actors.yaml": configYAML("", a), "a.lua": aScript})
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
 	runCases(t, w, "a", cases)
 
 	// Every handler_failed has one log line with the same incident, the
 	// error and a traceback; the message sent never has the traceback.
-	failed := w.logs.records("handler failed")
+	failed := w.Logs.Records("handler failed")
 	byIncident := map[string]map[string]any{}
 	for _, r := range failed {
 		byIncident[r["incident"].(string)] = r
 	}
-	w.gw.mu.Lock()
-	resp := append(w.gw.resp[:0:0], w.gw.resp...)
-	w.gw.mu.Unlock()
+	w.Gateway.Mu.Lock()
+	resp := append(w.Gateway.Resp[:0:0], w.Gateway.Resp...)
+	w.Gateway.Mu.Unlock()
 	n := 0
 	for _, r := range resp {
 		if r.Err == nil || r.Err.Code != fail {
 			continue
 		}
 		n++
-		m := incidentMsg.FindStringSubmatch(r.Err.Message)
+		m := luatest.IncidentMsg.FindStringSubmatch(r.Err.Message)
 		if m == nil {
 			t.Fatalf("message %q", r.Err.Message)
 		}
@@ -112,10 +114,10 @@ func TestErrorValueHasNoTraceback(t *testing.T) {
 		{name: "coroutine.resume", body: `local ok, e = coroutine.resume(coroutine.create(function() error("boom") end)) return e`, want: ""},
 	}
 	a, aScript := caseActor("a", "", "", cases)
-	w := startWorld(t, map[string]string{"actors.yaml": configYAML("", a), "a.lua": aScript})
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := w.ask(t, "a", uint32(i+1), "{}")
+			r := w.Ask(t, "a", uint32(i+1), "{}")
 			if r.Err != nil {
 				t.Fatal(r.Err)
 			}

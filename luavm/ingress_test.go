@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/internal/luatest"
 )
 
 // TestIngressDecoding checks how a ClientIngress body reaches the handler
@@ -19,7 +20,7 @@ function M.raw(ctx, client, req) return "raw:" .. req end
 function M.raw_table(ctx, client, req) return { req } end
 function M.fail(ctx, client, req) error("notify boom") end
 return M`
-	a := actorYAML("a", "", `
+	a := luatest.ActorYAML("a", "", `
       - {id: 1, binding: echo}
       - {id: 2, binding: kind}
       - {id: 3, binding: kind, request_codec: msgpack}
@@ -30,7 +31,7 @@ return M`
       - {id: 8, binding: kind, request_codec: json}
       - {id: 9, binding: fail}
       - {id: 10, binding: raw}`)
-	w := startWorld(t, map[string]string{"actors.yaml": configYAML("", a), "a.lua": script})
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": script})
 
 	for _, c := range []struct {
 		name   string
@@ -60,14 +61,14 @@ return M`
 		{"a route the VM does not have", 99, "json", false, `{}`, "client_rpc.handler_missing"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			id := w.next.Add(1)
-			w.deliver(t, "a", &ingress.ClientIngress{Client: client(id, c.route), Body: []byte(c.body), Codec: c.codec, Unwrap: c.unwrap})
-			r := w.await(t, id)
+			id := w.Next.Add(1)
+			w.Deliver(t, "a", &ingress.ClientIngress{Client: luatest.Client(id, c.route), Body: []byte(c.body), Codec: c.codec, Unwrap: c.unwrap})
+			r := w.Await(t, id)
 			if r.Notify || r.RouteID != c.route || r.SessionID != 7 {
 				t.Fatalf("response %+v", r)
 			}
-			if codeLike.MatchString(c.want) {
-				expect(t, r, c.want, "")
+			if luatest.CodeLike.MatchString(c.want) {
+				luatest.Expect(t, r, c.want, "")
 				return
 			}
 			if r.Err != nil || string(r.Body) != c.want {
@@ -79,19 +80,19 @@ return M`
 	// A notify gets no answer, only the accounting response, success or
 	// not.
 	for _, route := range []uint32{1, 9} {
-		w.deliver(t, "a", &ingress.ClientIngress{Client: client(0, route), Body: []byte(`{"n":1}`), Codec: "json"})
+		w.Deliver(t, "a", &ingress.ClientIngress{Client: luatest.Client(0, route), Body: []byte(`{"n":1}`), Codec: "json"})
 	}
 	var notifies int
-	wait(t, 5e9, "two notify accountings", func() bool {
-		notifies = len(w.gw.responses(0))
+	luatest.Wait(t, 5e9, "two notify accountings", func() bool {
+		notifies = len(w.Gateway.Responses(0))
 		return notifies >= 2
 	})
-	for _, r := range w.gw.responses(0) {
+	for _, r := range w.Gateway.Responses(0) {
 		if !r.Notify || len(r.Body) != 0 {
 			t.Fatalf("notify response %+v", r)
 		}
 	}
-	if got := w.logs.records("notify failed"); len(got) != 1 || got[0]["code"] != "client_rpc.handler_failed" {
+	if got := w.Logs.Records("notify failed"); len(got) != 1 || got[0]["code"] != "client_rpc.handler_failed" {
 		t.Fatalf("notify failure log: %v", got)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shieldrpc/shield/internal/luatest"
 )
 
 // TestSandbox checks SPEC §8's sandbox: every way out raises inside the
@@ -70,7 +72,7 @@ func TestSandbox(t *testing.T) {
 	a, aScript := caseActor("a", "", "", cases)
 	a = strings.Replace(a, "script: a.lua", "script: svc/a.lua", 1)
 	w := startWorld(t, map[string]string{
-		"actors.yaml":          configYAML("", a),
+		"actors.yaml":          luatest.ConfigYAML("", a),
 		"svc/a.lua":            aScript,
 		"svc/mod.lua":          `return { v = "mod" }`,
 		"svc/sub/deep.lua":     `return { v = "deep" }`,
@@ -78,22 +80,22 @@ func TestSandbox(t *testing.T) {
 		"outside/secret.lua":   `return { v = "secret" }`,
 		"svc/sub/.placeholder": ``,
 	})
-	if err := os.Symlink(filepath.Join(w.dir, "secret.lua"), filepath.Join(w.dir, "svc", "link.lua")); err != nil {
+	if err := os.Symlink(filepath.Join(w.Dir, "secret.lua"), filepath.Join(w.Dir, "svc", "link.lua")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(w.dir, "outside"), filepath.Join(w.dir, "svc", "linkdir")); err != nil {
+	if err := os.Symlink(filepath.Join(w.Dir, "outside"), filepath.Join(w.Dir, "svc", "linkdir")); err != nil {
 		t.Fatal(err)
 	}
 	runCases(t, w, "a", cases)
 	if testing.Verbose() {
-		for _, r := range w.logs.records("handler failed") {
+		for _, r := range w.Logs.Records("handler failed") {
 			t.Logf("%s: %s", r["task"], r["error"])
 		}
 	}
 	if _, err := os.Stat("/tmp/shield-escaped"); err == nil {
 		t.Fatal("os.execute ran")
 	}
-	if got := w.logs.records("hello from\tlua"); len(got) != 1 || got[0]["service"] != "a" {
+	if got := w.Logs.Records("hello from\tlua"); len(got) != 1 || got[0]["service"] != "a" {
 		t.Fatalf("print: %v", got)
 	}
 }
@@ -126,18 +128,18 @@ func TestBombs(t *testing.T) {
 	a, aScript := caseActor("a", "handler_timeout: "+budget, "", cases)
 	runtime.GC()
 	top := fmt.Sprintf("lua: {heap_limit_bytes: %d}\n", heapBytes()+64<<20)
-	w := startWorld(t, map[string]string{"actors.yaml": configYAML(top, a), "a.lua": aScript})
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML(top, a), "a.lua": aScript})
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := heapBytes()
 			start := time.Now()
-			r := w.awaitFor(t, w.send(t, "a", uint32(i+1), "{}"), within+10*time.Second)
+			r := w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), within+10*time.Second)
 			if alt := strings.Split(c.want, "|"); len(alt) == 2 {
 				if r.Err == nil || string(r.Err.Code) != alt[0] && string(r.Err.Code) != alt[1] {
 					t.Fatalf("got %s %v, want %s", r.Body, r.Err, c.want)
 				}
 			} else {
-				expect(t, r, c.want, c.msg)
+				luatest.Expect(t, r, c.want, c.msg)
 			}
 			if took := time.Since(start); took > within {
 				t.Fatalf("took %v", took)

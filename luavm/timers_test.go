@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/shieldrpc/shield/internal/luatest"
 )
 
 // TestTimers covers shield.timeout, cancel, sleep and now.
@@ -60,13 +62,13 @@ func TestTimers(t *testing.T) {
 	a, aScript := caseActor("a", "handler_timeout: 300ms", `function M.ping() return "pong" end`, cases)
 	a += "      - {id: 100, binding: ping}\n"
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", a, actorYAML("b", "", "")),
+		"actors.yaml": luatest.ConfigYAML("", a, luatest.ActorYAML("b", "", "")),
 		"a.lua":       aScript, "b.lua": callee,
 	})
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := time.Now().UnixMilli()
-			r := w.ask(t, "a", uint32(i+1), "{}")
+			r := w.Ask(t, "a", uint32(i+1), "{}")
 			if c.name == "now is unix ms" {
 				now, err := strconv.ParseInt(string(r.Body), 10, 64)
 				if err != nil || now < before || now > time.Now().UnixMilli() {
@@ -74,22 +76,22 @@ func TestTimers(t *testing.T) {
 				}
 				return
 			}
-			expect(t, r, c.want, c.msg)
+			luatest.Expect(t, r, c.want, c.msg)
 		})
 	}
 	// The looping callback was stopped (logged as a timeout), and the VM
 	// serves.
-	wait(t, 5*time.Second, "the looping callback's timeout", func() bool {
-		for _, r := range w.logs.records("task failed") {
+	luatest.Wait(t, 5*time.Second, "the looping callback's timeout", func() bool {
+		for _, r := range w.Logs.Records("task failed") {
 			if r["code"] == "client_rpc.timeout" && r["task"] == "shield.timeout callback" {
 				return true
 			}
 		}
 		return false
 	})
-	expect(t, w.ask(t, "a", 100, "{}"), `"pong"`, "")
+	luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
 	found := false
-	for _, r := range w.logs.records("handler failed") {
+	for _, r := range w.Logs.Records("handler failed") {
 		if r["task"] == "shield.timeout callback" {
 			found = true
 		}
@@ -107,17 +109,17 @@ func TestSleepSuspendsOnlyItsTask(t *testing.T) {
 		{name: "quick", body: `return "quick"`},
 	}
 	a, aScript := caseActor("a", "", "", cases)
-	w := startWorld(t, map[string]string{"actors.yaml": configYAML("", a), "a.lua": aScript})
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
 	start := time.Now()
-	slow := w.send(t, "a", 1, "{}")
-	expect(t, w.ask(t, "a", 2, "{}"), `"quick"`, "")
+	slow := w.Send(t, "a", 1, "{}")
+	luatest.Expect(t, w.Ask(t, "a", 2, "{}"), `"quick"`, "")
 	if took := time.Since(start); took > 250*time.Millisecond {
 		t.Fatalf("the quick request waited %v", took)
 	}
-	if len(w.gw.responses(slow)) != 0 {
+	if len(w.Gateway.Responses(slow)) != 0 {
 		t.Fatal("the sleeper answered early")
 	}
-	expect(t, w.await(t, slow), `"slept"`, "")
+	luatest.Expect(t, w.Await(t, slow), `"slept"`, "")
 	if took := time.Since(start); took < 290*time.Millisecond {
 		t.Fatalf("the sleeper answered after %v", took)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/shieldrpc/shield/descriptor"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/internal/luatest"
 	"github.com/shieldrpc/shield/luavm"
 )
 
@@ -53,7 +54,7 @@ func TestReplyToAnEarlierVM(t *testing.T) {
 		defer vm.Close()
 		vms[i], hosts[i] = vm, &host{}
 		vm.Attach(hosts[i])
-		vm.HandleIngress(&ingress.ClientIngress{Client: client(uint64(i+1), 1), Body: []byte("{}"), Codec: "json"})
+		vm.HandleIngress(&ingress.ClientIngress{Client: luatest.Client(uint64(i+1), 1), Body: []byte("{}"), Codec: "json"})
 	}
 	old, cur := hosts[0].calls[0], hosts[1].calls[0]
 	if old.ID != cur.ID || old.Gen == cur.Gen {
@@ -85,11 +86,11 @@ return M`)
 	defer vm.Close()
 	h := &host{}
 	vm.Attach(h)
-	vm.HandleIngress(&ingress.ClientIngress{Client: client(1, 1), Body: []byte(`{"cancel":true}`), Codec: "json"})
+	vm.HandleIngress(&ingress.ClientIngress{Client: luatest.Client(1, 1), Body: []byte(`{"cancel":true}`), Codec: "json"})
 	if _, ok := vm.NextWake(); ok || len(h.resp) != 1 {
 		t.Fatalf("after cancelling: wake pending %v, %d responses", ok, len(h.resp))
 	}
-	vm.HandleIngress(&ingress.ClientIngress{Client: client(2, 1), Body: []byte(`{}`), Codec: "json"})
+	vm.HandleIngress(&ingress.ClientIngress{Client: luatest.Client(2, 1), Body: []byte(`{}`), Codec: "json"})
 	at, ok := vm.NextWake()
 	if !ok {
 		t.Fatal("a sleeping task with no budget entry")

@@ -14,6 +14,7 @@ import (
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/internal/luatest"
 	"github.com/shieldrpc/shield/service"
 )
 
@@ -88,7 +89,7 @@ func (g *countingGateway) waitAnswers(b *testing.B, n int64) {
 // Up to a lane's worth of messages are in flight, as under load.
 func BenchmarkActorMessages(b *testing.B) {
 	rt, gw := benchWorld(b, map[string]string{
-		"actors.yaml": configYAML("", actorYAML("a", "mailbox: 1024", "\n      - {id: 1, binding: echo}")),
+		"actors.yaml": luatest.ConfigYAML("", luatest.ActorYAML("a", "mailbox: 1024", "\n      - {id: 1, binding: echo}")),
 		"a.lua":       `local M = {} function M.echo(ctx, client, req) return req end return M`,
 	})
 	body := []byte(`{"x":12,"y":-3,"name":"hero"}`)
@@ -122,9 +123,9 @@ func BenchmarkActorMessages(b *testing.B) {
 // services: one handler calls the other b.N times in a row.
 func BenchmarkCallRoundTrip(b *testing.B) {
 	rt, gw := benchWorld(b, map[string]string{
-		"actors.yaml": configYAML("",
-			actorYAML("a", "handler_timeout: 10m", "\n      - {id: 1, binding: loop}"),
-			actorYAML("b", "", "")),
+		"actors.yaml": luatest.ConfigYAML("",
+			luatest.ActorYAML("a", "handler_timeout: 10m", "\n      - {id: 1, binding: loop}"),
+			luatest.ActorYAML("b", "", "")),
 		"a.lua": `local M = {}
 function M.loop(ctx, client, req)
   local call, sum = shield.call, 0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/internal/luatest"
 )
 
 // crashy panics the recording gateway from Lua in several ways. Its init
@@ -46,15 +47,15 @@ const crashyRoutes = `
 // fresh VM (its init run again) serves what comes next.
 func TestGoPanicReplacesVM(t *testing.T) {
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("",
-			actorYAML("a", "", crashyRoutes),
-			actorYAML("b", "", "")),
+		"actors.yaml": luatest.ConfigYAML("",
+			luatest.ActorYAML("a", "", crashyRoutes),
+			luatest.ActorYAML("b", "", "")),
 		"a.lua": crashy,
 		"b.lua": `local M = {}
 function M.slow(ctx) shield.sleep(300) return "slow" end
 return M`,
 	})
-	w.logs.waitRecords(t, "init ran", 1)
+	w.Logs.WaitRecords(t, "init ran", 1)
 	for i, c := range []struct {
 		name  string
 		route uint32
@@ -67,32 +68,32 @@ return M`,
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// Some state for the crash to lose.
-			w.ask(t, "a", 5, "{}")
-			w.ask(t, "a", 5, "{}")
-			sleeping := w.send(t, "a", 6, "{}")
-			calling := w.send(t, "a", 7, "{}")
-			expect(t, w.ask(t, "a", c.route, "{}"), c.want, incidentMsg.String())
+			w.Ask(t, "a", 5, "{}")
+			w.Ask(t, "a", 5, "{}")
+			sleeping := w.Send(t, "a", 6, "{}")
+			calling := w.Send(t, "a", 7, "{}")
+			luatest.Expect(t, w.Ask(t, "a", c.route, "{}"), c.want, luatest.IncidentMsg.String())
 			// The VM is replaced once, and the old VM's waiting tasks fail.
-			wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == i+1 })
-			expect(t, w.await(t, sleeping), "client_rpc.handler_failed", "")
-			expect(t, w.await(t, calling), "client_rpc.handler_failed", "")
-			w.logs.waitRecords(t, "init ran", i+2)
+			luatest.Wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == i+1 })
+			luatest.Expect(t, w.Await(t, sleeping), "client_rpc.handler_failed", "")
+			luatest.Expect(t, w.Await(t, calling), "client_rpc.handler_failed", "")
+			w.Logs.WaitRecords(t, "init ran", i+2)
 			// The fresh VM starts from scratch and serves.
-			expect(t, w.ask(t, "a", 5, "{}"), "1", "")
+			luatest.Expect(t, w.Ask(t, "a", 5, "{}"), "1", "")
 			// b's late reply to the old VM's call resumes nothing in the new
 			// one.
 			time.Sleep(350 * time.Millisecond)
-			expect(t, w.ask(t, "a", 5, "{}"), "2", "")
+			luatest.Expect(t, w.Ask(t, "a", 5, "{}"), "2", "")
 		})
 	}
-	if n := len(w.logs.records("init ran")); n != 5 {
+	if n := len(w.Logs.Records("init ran")); n != 5 {
 		t.Fatalf("init ran %d times, want 5", n)
 	}
 	if w.metrics.get("b") != 0 {
 		t.Fatal("b restarted")
 	}
 	var panics int
-	for _, r := range w.logs.records("") {
+	for _, r := range w.Logs.Records("") {
 		if r["level"] == "ERROR" && r["stack"] != nil && r["incident"] != nil {
 			panics++
 		}
@@ -107,23 +108,23 @@ return M`,
 // returns.
 func TestReplacementFails(t *testing.T) {
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", actorYAML("a", "", crashyRoutes), actorYAML("b", "", "")),
+		"actors.yaml": luatest.ConfigYAML("", luatest.ActorYAML("a", "", crashyRoutes), luatest.ActorYAML("b", "", "")),
 		"a.lua":       crashy,
 		"b.lua":       `return {}`,
 	})
-	if err := os.Remove(filepath.Join(w.dir, "a.lua")); err != nil {
+	if err := os.Remove(filepath.Join(w.Dir, "a.lua")); err != nil {
 		t.Fatal(err)
 	}
-	sleeping := w.send(t, "a", 6, "{}")
-	crash := w.send(t, "a", 1, "{}")
+	sleeping := w.Send(t, "a", 6, "{}")
+	crash := w.Send(t, "a", 1, "{}")
 	queued := make([]uint64, 0, 3)
 	for i := 0; i < 3; i++ {
-		queued = append(queued, w.send(t, "a", 5, "{}"))
+		queued = append(queued, w.Send(t, "a", 5, "{}"))
 	}
-	expect(t, w.await(t, crash), "client_rpc.handler_failed", "")
-	expect(t, w.await(t, sleeping), "client_rpc.handler_failed", "")
+	luatest.Expect(t, w.Await(t, crash), "client_rpc.handler_failed", "")
+	luatest.Expect(t, w.Await(t, sleeping), "client_rpc.handler_failed", "")
 	for _, id := range queued {
-		r := w.await(t, id)
+		r := w.Await(t, id)
 		if r.Err == nil && string(r.Body) != "1" {
 			t.Fatalf("queued request: %s", r.Body)
 		}
@@ -131,9 +132,9 @@ func TestReplacementFails(t *testing.T) {
 			t.Fatalf("queued request: %v", r.Err)
 		}
 	}
-	w.logs.waitRecords(t, "cannot replace VM; the instance is out of service", 1)
-	in := &ingress.ClientIngress{Client: client(1, 5), Body: []byte("{}"), Codec: "json"}
-	if err := w.rt.Deliver(actorID("a"), in); err == nil || err.Code != "client_rpc.unavailable" {
+	w.Logs.WaitRecords(t, "cannot replace VM; the instance is out of service", 1)
+	in := &ingress.ClientIngress{Client: luatest.Client(1, 5), Body: []byte("{}"), Codec: "json"}
+	if err := w.Runtime.Deliver(luatest.ActorID("a"), in); err == nil || err.Code != "client_rpc.unavailable" {
 		t.Fatalf("deliver to a dead instance: %v", err)
 	}
 }
@@ -157,14 +158,14 @@ func (panicky) Encode(*lua.LState, string, lua.LValue) ([]byte, error) {
 func TestCodecPanic(t *testing.T) {
 	codec.Register(panicky{})
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", actorYAML("a", "", crashyRoutes)),
+		"actors.yaml": luatest.ConfigYAML("", luatest.ActorYAML("a", "", crashyRoutes)),
 		"a.lua":       crashy,
 	})
 	for i, body := range []string{"panic", "fine"} { // the decode panics, then the encode
-		id := w.next.Add(1)
-		w.deliver(t, "a", &ingress.ClientIngress{Client: client(id, 5), Body: []byte(body), Codec: "test-panicky"})
-		expect(t, w.await(t, id), "client_rpc.handler_failed", incidentMsg.String())
-		wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == i+1 })
+		id := w.Next.Add(1)
+		w.Deliver(t, "a", &ingress.ClientIngress{Client: luatest.Client(id, 5), Body: []byte(body), Codec: "test-panicky"})
+		luatest.Expect(t, w.Await(t, id), "client_rpc.handler_failed", luatest.IncidentMsg.String())
+		luatest.Wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == i+1 })
 	}
-	expect(t, w.ask(t, "a", 5, "{}"), "1", "")
+	luatest.Expect(t, w.Ask(t, "a", 5, "{}"), "1", "")
 }

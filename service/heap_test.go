@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shieldrpc/shield/internal/luatest"
 )
 
 func heapBytes() uint64 {
@@ -38,9 +40,9 @@ func TestHeapLimit(t *testing.T) {
 	}
 	routes.WriteString("\n      - {id: 100, binding: ping}")
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML(fmt.Sprintf("lua: {heap_limit_bytes: %d}\n", limit),
-			actorYAML("a", "handler_timeout: 60s", routes.String()),
-			actorYAML("b", "", "\n      - {id: 101, binding: ping}")),
+		"actors.yaml": luatest.ConfigYAML(fmt.Sprintf("lua: {heap_limit_bytes: %d}\n", limit),
+			luatest.ActorYAML("a", "handler_timeout: 60s", routes.String()),
+			luatest.ActorYAML("b", "", "\n      - {id: 101, binding: ping}")),
 		"a.lua": src + "return M",
 		"b.lua": `local M = {} function M.ping() return true end return M`,
 	})
@@ -48,15 +50,15 @@ func TestHeapLimit(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
 			// Growing 64 MiB takes a while under the race detector.
-			r := w.awaitFor(t, w.send(t, "a", uint32(i+1), "{}"), time.Minute)
+			r := w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), time.Minute)
 			if r.Err == nil || !strings.Contains(c.want, string(r.Err.Code)) {
 				t.Fatalf("got %s %v, want %s", r.Body, r.Err, c.want)
 			}
 			t.Logf("%s after %v, heap %d MiB", r.Err.Code, time.Since(start).Round(time.Millisecond), heapBytes()>>20)
 			// The service serves again, from a fresh VM: the global the
 			// handler grew is gone.
-			expect(t, w.ask(t, "a", 100, "{}"), "true", "")
-			expect(t, w.ask(t, "b", 101, "{}"), "true", "")
+			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), "true", "")
+			luatest.Expect(t, w.Ask(t, "b", 101, "{}"), "true", "")
 		})
 	}
 	if w.metrics.get("b") != 0 {

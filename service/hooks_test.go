@@ -9,6 +9,7 @@ import (
 
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/internal/luatest"
 )
 
 const hooks = `local M = {}
@@ -34,14 +35,14 @@ return M`
 // TestHooks checks init, stop and client_disconnected (SPEC §8).
 func TestHooks(t *testing.T) {
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("",
-			actorYAML("a", "instances: 3", "\n      - {id: 1, binding: ready}"),
-			actorYAML("b", "", "")),
+		"actors.yaml": luatest.ConfigYAML("",
+			luatest.ActorYAML("a", "instances: 3", "\n      - {id: 1, binding: ready}"),
+			luatest.ActorYAML("b", "", "")),
 		"a.lua": hooks,
 		"b.lua": `local M = {} function M.echo(ctx, v) return v end return M`,
 	})
 	// init ran once per VM, before Start returned.
-	inits := w.logs.records("init")
+	inits := w.Logs.Records("init")
 	if len(inits) != 3 {
 		t.Fatalf("%d inits", len(inits))
 	}
@@ -57,14 +58,14 @@ func TestHooks(t *testing.T) {
 		t.Fatalf("init instances %v", seen)
 	}
 	for i := 0; i < 3; i++ {
-		expect(t, w.ask(t, "a/"+strconv.Itoa(i), 1, "{}"), "true", "")
+		luatest.Expect(t, w.Ask(t, "a/"+strconv.Itoa(i), 1, "{}"), "true", "")
 	}
 
 	// client_disconnected, with the ref's fields and the reason.
 	ref := egress.ClientRef{SessionID: 77, Epoch: 5, PlayerID: "p7", Gateway: "gw-test"}
-	w.rt.Disconnect(egress.ActorID{Service: "a", Instance: 2}, &ingress.Disconnected{Ref: ref, Reason: "kicked"})
-	w.rt.Disconnect(egress.ActorID{Service: "a", Instance: 0}, &ingress.Disconnected{Ref: egress.ClientRef{SessionID: 78, Epoch: 1, Gateway: "gw-test"}, Reason: "closed"})
-	got := w.logs.waitRecords(t, "disconnected", 2)
+	w.Runtime.Disconnect(egress.ActorID{Service: "a", Instance: 2}, &ingress.Disconnected{Ref: ref, Reason: "kicked"})
+	w.Runtime.Disconnect(egress.ActorID{Service: "a", Instance: 0}, &ingress.Disconnected{Ref: egress.ClientRef{SessionID: 78, Epoch: 1, Gateway: "gw-test"}, Reason: "closed"})
+	got := w.Logs.WaitRecords(t, "disconnected", 2)
 	for _, r := range got {
 		if r["session_id"] == 77.0 {
 			if r["epoch"] != 5.0 || r["player_id"] != "p7" || r["gateway"] != "gw-test" || r["reason"] != "kicked" || r["inst"] != 2.0 || r["route"] != "nil" {
@@ -78,13 +79,13 @@ func TestHooks(t *testing.T) {
 	// stop runs exactly once per VM, while the other services still serve.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := w.rt.Stop(ctx); err != nil {
+	if err := w.Runtime.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.rt.Stop(ctx); err != nil {
+	if err := w.Runtime.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stops := w.logs.records("stop")
+	stops := w.Logs.Records("stop")
 	if len(stops) != 3 {
 		t.Fatalf("%d stops", len(stops))
 	}
@@ -105,9 +106,9 @@ func TestInitFailureFailsStart(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := tryWorld(t, map[string]string{
-				"actors.yaml": configYAML("",
-					actorYAML("a", "instances: 2\nhandler_timeout: 200ms", "\n      - {id: 1, binding: go}"),
-					actorYAML("b", "", "")),
+				"actors.yaml": luatest.ConfigYAML("",
+					luatest.ActorYAML("a", "instances: 2\nhandler_timeout: 200ms", "\n      - {id: 1, binding: go}"),
+					luatest.ActorYAML("b", "", "")),
 				"a.lua": `local M = {}
 function M.init(ctx) if ctx.instance == 1 then ` + c.init + ` end end
 function M.go() return 1 end

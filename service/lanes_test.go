@@ -8,6 +8,7 @@ import (
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/internal/luatest"
 	"github.com/shieldrpc/shield/service"
 )
 
@@ -26,35 +27,35 @@ return M`
 // first.
 func TestLanes(t *testing.T) {
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("", actorYAML("a", "mailbox: 3", "\n      - {id: 1, binding: spin}\n      - {id: 2, binding: note}")),
+		"actors.yaml": luatest.ConfigYAML("", luatest.ActorYAML("a", "mailbox: 3", "\n      - {id: 1, binding: spin}\n      - {id: 2, binding: note}")),
 		"a.lua":       laneScript,
 	})
-	spin := w.send(t, "a", 1, `{"s":0.3}`)
-	// Wait for the spin to leave the lane, then fill it.
-	wait(t, time.Second, "the spin to start", func() bool { return w.rt.MailboxDepth("a") == 0 })
+	spin := w.Send(t, "a", 1, `{"s":0.3}`)
+	// luatest.Wait for the spin to leave the lane, then fill it.
+	luatest.Wait(t, time.Second, "the spin to start", func() bool { return w.Runtime.MailboxDepth("a") == 0 })
 	var queued []uint64
 	for i := 1; i <= 3; i++ {
-		queued = append(queued, w.send(t, "a", 2, fmt.Sprintf(`{"n":%d}`, i)))
+		queued = append(queued, w.Send(t, "a", 2, fmt.Sprintf(`{"n":%d}`, i)))
 	}
-	if d := w.rt.MailboxDepth("a"); d != 3 {
+	if d := w.Runtime.MailboxDepth("a"); d != 3 {
 		t.Fatalf("depth %d, want 3", d)
 	}
-	in := &ingress.ClientIngress{Client: client(9, 2), Body: []byte(`{"n":9}`), Codec: "json"}
+	in := &ingress.ClientIngress{Client: luatest.Client(9, 2), Body: []byte(`{"n":9}`), Codec: "json"}
 	start := time.Now()
-	err := w.rt.Deliver(egress.ActorID{Service: "a"}, in)
+	err := w.Runtime.Deliver(egress.ActorID{Service: "a"}, in)
 	if err == nil || err.Code != codes.Busy || time.Since(start) > patience*50*time.Millisecond {
 		t.Fatalf("deliver to a full lane: %v after %v", err, time.Since(start))
 	}
 	// Control messages are never refused, and run before the business
 	// lane once the actor is free.
 	for i := 0; i < 50; i++ {
-		w.rt.Disconnect(egress.ActorID{Service: "a"}, &ingress.Disconnected{Ref: egress.ClientRef{SessionID: uint64(100 + i), Gateway: "gw-test"}, Reason: "closed"})
+		w.Runtime.Disconnect(egress.ActorID{Service: "a"}, &ingress.Disconnected{Ref: egress.ClientRef{SessionID: uint64(100 + i), Gateway: "gw-test"}, Reason: "closed"})
 	}
-	expect(t, w.await(t, spin), `"spun"`, "")
+	luatest.Expect(t, w.Await(t, spin), `"spun"`, "")
 	for i, id := range queued {
-		expect(t, w.await(t, id), fmt.Sprint(i+1), "")
+		luatest.Expect(t, w.Await(t, id), fmt.Sprint(i+1), "")
 	}
-	recs := w.logs.waitRecords(t, "lane", 53)
+	recs := w.Logs.WaitRecords(t, "lane", 53)
 	for i, r := range recs {
 		want := "control"
 		if i >= 50 {
@@ -64,7 +65,7 @@ func TestLanes(t *testing.T) {
 			t.Fatalf("record %d is %v, want %s first", i, r["what"], want)
 		}
 	}
-	if d := w.rt.MailboxDepth("a"); d != 0 {
+	if d := w.Runtime.MailboxDepth("a"); d != 0 {
 		t.Fatalf("depth %d after draining", d)
 	}
 }
@@ -73,15 +74,15 @@ func TestLanes(t *testing.T) {
 // sharding of Pick, Route and Entry.
 func TestDeliverAndAddressing(t *testing.T) {
 	w := startWorld(t, map[string]string{
-		"actors.yaml": configYAML("",
-			actorYAML("a", "", "\n      - {id: 1, binding: who}"),
-			actorYAML("p", "instances: 4", "")),
+		"actors.yaml": luatest.ConfigYAML("",
+			luatest.ActorYAML("a", "", "\n      - {id: 1, binding: who}"),
+			luatest.ActorYAML("p", "instances: 4", "")),
 		"a.lua": `local M = {} function M.who() return "a" end return M`,
 		"p.lua": `return {}`,
 	})
-	in := &ingress.ClientIngress{Client: client(1, 1), Body: []byte("{}"), Codec: "json"}
+	in := &ingress.ClientIngress{Client: luatest.Client(1, 1), Body: []byte("{}"), Codec: "json"}
 	for _, target := range []egress.ActorID{{Service: "nosuch"}, {Service: "a", Instance: 1}, {Service: "a", Instance: -1}} {
-		if err := w.rt.Deliver(target, in); err == nil || err.Code != codes.Unavailable {
+		if err := w.Runtime.Deliver(target, in); err == nil || err.Code != codes.Unavailable {
 			t.Fatalf("deliver to %v: %v", target, err)
 		}
 	}
@@ -93,22 +94,22 @@ func TestDeliverAndAddressing(t *testing.T) {
 			}
 		}
 	}
-	if id, err := w.rt.Pick("p", "foobar"); err != nil || id != (egress.ActorID{Service: "p", Instance: int(0x85944171f73967e8 % 4)}) {
+	if id, err := w.Runtime.Pick("p", "foobar"); err != nil || id != (egress.ActorID{Service: "p", Instance: int(0x85944171f73967e8 % 4)}) {
 		t.Fatalf("Pick: %v %v", id, err)
 	}
-	if id, err := w.rt.Pick("a", "foobar"); err != nil || id.Instance != 0 {
+	if id, err := w.Runtime.Pick("a", "foobar"); err != nil || id.Instance != 0 {
 		t.Fatalf("Pick with one instance: %v %v", id, err)
 	}
-	if _, err := w.rt.Pick("nosuch", "x"); err == nil || err.Code != codes.Unavailable {
+	if _, err := w.Runtime.Pick("nosuch", "x"); err == nil || err.Code != codes.Unavailable {
 		t.Fatalf("Pick of an unknown service: %v", err)
 	}
-	if id, err := w.rt.Entry("p", 10); err != nil || id.Instance != 2 {
+	if id, err := w.Runtime.Entry("p", 10); err != nil || id.Instance != 2 {
 		t.Fatalf("Entry: %v %v", id, err)
 	}
-	if _, err := w.rt.Entry("nosuch", 1); err == nil {
+	if _, err := w.Runtime.Entry("nosuch", 1); err == nil {
 		t.Fatal("Entry of an unknown service")
 	}
-	if w.rt.Instances("p") != 4 || w.rt.Instances("nosuch") != 0 {
+	if w.Runtime.Instances("p") != 4 || w.Runtime.Instances("nosuch") != 0 {
 		t.Fatal("Instances")
 	}
 }

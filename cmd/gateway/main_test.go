@@ -2,29 +2,19 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/shieldrpc/shield/internal/testutil"
 )
 
-// noLeak fails t if more goroutines run after the test than before it,
-// polling with a deadline.
+// noLeak fails t if more goroutines run after the test than before it
+// (testutil.CheckGoroutines, under this package's name).
 func noLeak(t testing.TB) {
 	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond) // polling, bounded by the deadline
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			t.Errorf("%d goroutines left behind", n-before)
-		}
-	})
+	testutil.CheckGoroutines(t)
 }
 
 // gateway runs the command line in-process and returns its exit status
@@ -110,7 +100,7 @@ func TestCheckBroken(t *testing.T) {
 	noLeak(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "game.yaml")
-	writeFile(t, path, `network:
+	testutil.WriteFile(t, path, `network:
   listeners:
     - {name: game, address: ":7000", entry_service: auth, transport: udp}
 actors:
@@ -127,7 +117,7 @@ actors:
         - {id: 1001, name: enter, binding: enter}
         - {id: 1002, name: login, binding: login, owner_service: hall}
 `)
-	writeFile(t, filepath.Join(dir, "auth.lua"), "return {}\n")
+	testutil.WriteFile(t, filepath.Join(dir, "auth.lua"), "return {}\n")
 	code, out, errOut := gateway(t, "check", "-c", path)
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
@@ -155,8 +145,8 @@ func TestCheckScriptError(t *testing.T) {
 	noLeak(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "game.yaml")
-	writeFile(t, path, "network:\n  listeners:\n    - {name: game, address: \":7000\", entry_service: auth}\nactors:\n  - {name: auth, script: auth.lua, rpc: {routes: [{id: 1, name: login, binding: login}]}}\n")
-	writeFile(t, filepath.Join(dir, "auth.lua"), "return {}\n")
+	testutil.WriteFile(t, path, "network:\n  listeners:\n    - {name: game, address: \":7000\", entry_service: auth}\nactors:\n  - {name: auth, script: auth.lua, rpc: {routes: [{id: 1, name: login, binding: login}]}}\n")
+	testutil.WriteFile(t, filepath.Join(dir, "auth.lua"), "return {}\n")
 	code, _, errOut := gateway(t, "check", "-c", path)
 	if code != 1 || !strings.Contains(errOut, "client_rpc.handler_missing") || !strings.Contains(errOut, filepath.Join(dir, "auth.lua")) {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
@@ -196,12 +186,5 @@ func TestHelp(t *testing.T) {
 	code, out, _ := gateway(t, "help")
 	if code != 0 || !strings.Contains(out, "gateway check [-c FILE]") {
 		t.Errorf("exit %d, stdout:\n%s", code, out)
-	}
-}
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

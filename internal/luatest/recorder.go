@@ -1,0 +1,105 @@
+package luatest
+
+import (
+	"sync"
+
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/egress"
+)
+
+// GatewayName is the name the Recorder answers to, and the gateway of the
+// refs Client makes.
+const GatewayName = "gw-test"
+
+// Recorder is a gateway that records what services send it. A push whose
+// body is "panic" and a bind of player "panic" panic, to crash the VM that
+// called them from Lua. A bind of player "stale" fails with epoch_expired,
+// and a kick of session 404 with session_not_found.
+type Recorder struct {
+	Mu      sync.Mutex // guards everything below; tests hold it to read
+	Resp    []*egress.Response
+	Pushes  []*egress.Push
+	Binds   []*egress.BindRequest
+	Kicks   []Kick
+	RejectN map[uint64]codes.Code // session_id -> the code Push rejects it with
+}
+
+var _ egress.Gateway = (*Recorder)(nil)
+
+// Kick is one kick a Recorder was asked for.
+type Kick struct {
+	Ref    egress.ClientRef
+	Reason string
+}
+
+// NewRecorder returns an empty Recorder that rejects no push.
+func NewRecorder() *Recorder {
+	return &Recorder{RejectN: map[uint64]codes.Code{}}
+}
+
+// Name is GatewayName.
+func (r *Recorder) Name() string { return GatewayName }
+
+// Respond records x.
+func (r *Recorder) Respond(x *egress.Response) {
+	r.Mu.Lock()
+	defer r.Mu.Unlock()
+	r.Resp = append(r.Resp, x)
+}
+
+// Push records p and answers each target with its RejectN code ("" for
+// delivered).
+func (r *Recorder) Push(p *egress.Push) []codes.Code {
+	if string(p.Bodies["json"]) == `"panic"` {
+		panic("recorder: push asked to panic")
+	}
+	r.Mu.Lock()
+	defer r.Mu.Unlock()
+	r.Pushes = append(r.Pushes, p)
+	out := make([]codes.Code, len(p.Targets))
+	for i, ref := range p.Targets {
+		out[i] = r.RejectN[ref.SessionID]
+	}
+	return out
+}
+
+// Bind records b and returns its ref with the player and the next epoch.
+func (r *Recorder) Bind(b *egress.BindRequest) (egress.ClientRef, error) {
+	if b.PlayerID == "panic" {
+		panic("recorder: bind asked to panic")
+	}
+	r.Mu.Lock()
+	defer r.Mu.Unlock()
+	r.Binds = append(r.Binds, b)
+	if b.PlayerID == "stale" {
+		return egress.ClientRef{}, codes.New(codes.EpochExpired, "epoch %d is stale", b.Ref.Epoch)
+	}
+	ref := b.Ref
+	ref.Epoch++
+	ref.PlayerID = b.PlayerID
+	return ref, nil
+}
+
+// Kick records a kick of ref.
+func (r *Recorder) Kick(ref egress.ClientRef, reason string) error {
+	r.Mu.Lock()
+	defer r.Mu.Unlock()
+	if ref.SessionID == 404 {
+		return codes.New(codes.SessionNotFound, "no session 404")
+	}
+	r.Kicks = append(r.Kicks, Kick{ref, reason})
+	return nil
+}
+
+// Responses returns the responses to request id so far.
+func (r *Recorder) Responses(id uint64) []*egress.Response {
+	r.Mu.Lock()
+	defer r.Mu.Unlock()
+	var out []*egress.Response
+	for _, x := range r.Resp {
+		if x.RequestID == id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
