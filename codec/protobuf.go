@@ -141,7 +141,7 @@ func (p *Protobuf) Decode(L *lua.LState, schema string, body []byte) (lua.LValue
 	// Required fields are checked once, by protojson below (AllowPartial
 	// here skips a second walk).
 	uo := proto.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true, RecursionLimit: 3 * MaxDepth, Resolver: p.resolver}
-	if err := uo.Unmarshal(body, m); err != nil {
+	if err := unmarshalSafely(uo, body, m); err != nil {
 		return lua.LNil, decodeFailed(schema, trimProto(err))
 	}
 	st := stateOf(L)
@@ -274,4 +274,18 @@ func (r *resolver) FindExtensionByName(name protoreflect.FullName) (protoreflect
 // FindExtensionByNumber delegates to dynamicpb.
 func (r *resolver) FindExtensionByNumber(message protoreflect.FullName, field protoreflect.FieldNumber) (protoreflect.ExtensionType, error) {
 	return r.ext.FindExtensionByNumber(message, field)
+}
+
+// unmarshalSafely is proto.Unmarshal that turns a panic into an error. The
+// wire decoder of google.golang.org/protobuf v1.36 panics on some
+// malformed map entries of dynamic messages ("cannot convert nil to map
+// key", found by FuzzProtobufDecode); a client's bytes must never take a
+// VM down, so such a body is decode_failed like any other bad body.
+func unmarshalSafely(uo proto.UnmarshalOptions, body []byte, m proto.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed message (%v)", r)
+		}
+	}()
+	return uo.Unmarshal(body, m)
 }
