@@ -47,9 +47,6 @@ func TestTimers(t *testing.T) {
 			shield.timeout(1, function() error("timer boom") end)
 			shield.sleep(30)
 			return "ok"`, want: `"ok"`},
-		{name: "a callback that loops is stopped at its budget", body: `
-			shield.timeout(1, function() while true do end end)
-			return "ok"`, want: `"ok"`},
 		{name: "sleep returns after about its time", body: `
 			local t0 = shield.now()
 			shield.sleep(50)
@@ -58,6 +55,11 @@ func TestTimers(t *testing.T) {
 		{name: "sleep(0) and a negative sleep return", body: `shield.sleep(0) shield.sleep(-5) return "ok"`, want: `"ok"`},
 		{name: "timeout needs a function", body: `shield.timeout(10, "nope")`, want: "client_rpc.handler_failed"},
 		{name: "now is unix ms", body: `return shield.now()`},
+		// Last: its callback holds the VM for a whole budget, which would
+		// push the cases after it past their own budgets.
+		{name: "a callback that loops is stopped at its budget", body: `
+			shield.timeout(1, function() while true do end end)
+			return "ok"`, want: `"ok"`},
 	}
 	a, aScript := caseActor("a", "handler_timeout: 300ms", `function M.ping() return "pong" end`, cases)
 	a += "      - {id: 100, binding: ping}\n"
