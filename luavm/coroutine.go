@@ -125,10 +125,45 @@ func (vm *VM) installCoroutines() {
 		if vm.nesting >= maxNesting {
 			L.RaiseError("stack overflow (coroutines and pcalls nested deeper than %d)", maxNesting)
 		}
+		// gopher-lua refuses to resume only the running thread, not one
+		// that is waiting for a coroutine it resumed (status "normal", in
+		// Lua 5.1 an error): resuming such a thread re-enters its Go
+		// frames and ends in a nil dereference that takes the VM down.
+		if th, ok := L.Get(1).(*lua.LState); ok && refuseNormal && th != L && isAncestor(L, th) {
+			L.Push(lua.LFalse)
+			L.Push(lua.LString("cannot resume non-suspended coroutine"))
+			return 2
+		}
 		vm.nesting++
 		defer func() { vm.nesting-- }()
 		return resume(L)
 	}))
+	// gopher-lua's status says "normal" only for the running thread's
+	// direct resumer; Lua's says it for every thread up the chain.
+	co.RawSetString("status", vm.L.NewFunction(func(L *lua.LState) int {
+		th := L.CheckThread(1)
+		if !th.Dead && th != L.G.CurrentThread && isAncestor(L, th) {
+			L.Push(lua.LString("normal"))
+			return 1
+		}
+		L.Push(lua.LString(L.Status(th)))
+		return 1
+	}))
+}
+
+// refuseNormal turns the check of a "normal" thread in coroutine.resume
+// on; only a test turns it off, to reach the crash it prevents.
+var refuseNormal = true
+
+// isAncestor reports whether th is one of the threads that resumed L, the
+// running thread, directly or through others: a thread waiting in resume.
+func isAncestor(L, th *lua.LState) bool {
+	for p := L.Parent; p != nil; p = p.Parent {
+		if p == th {
+			return true
+		}
+	}
+	return false
 }
 
 // maxNesting bounds coroutines resumed inside one another (pcall and

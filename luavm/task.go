@@ -150,11 +150,18 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 	t.waiting = 0
 	vm.setCtx(t.ctxline)
 	vm.intr.arm(t.deadline)
-	st, err, vals := vm.L.Resume(t.co, vm.body, args...)
+	st, err, vals, panicked := vm.resumeTask(t, args)
 	reason := vm.intr.disarm()
 	vm.current = nil
 
 	switch {
+	case panicked != nil:
+		// A Go panic that gopher-lua did not turn into a Lua error (it
+		// re-panics when the thread it unwinds to has no parent): the VM
+		// is corrupt, and the actor replaces it when its step ends, but the
+		// task in it still gets its one answer.
+		vm.markCrashed("go panic inside a handler", t.label(), fmt.Sprint(panicked), string(debug.Stack()))
+		vm.finish(t, nil, vm.crashErr())
 	case reason == interruptBudget:
 		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
 	case reason == interruptHeap:
@@ -177,10 +184,8 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 		if !vm.raised {
 			// A panic in Go code under the handler, recovered by gopher-lua
 			// without passing through the hook: the VM may be corrupt.
-			incident := newIncident()
-			vm.crashed = true
-			vm.Log.Error("go panic inside a handler; the VM will be replaced", "incident", incident, "task", t.label(), "panic", err.Error())
-			vm.finish(t, nil, codes.New(codes.HandlerFailed, "internal error (incident %s)", incident))
+			vm.markCrashed("go panic inside a handler", t.label(), err.Error(), "")
+			vm.finish(t, nil, vm.crashErr())
 			return
 		}
 		vm.finish(t, nil, vm.classify(t, err))
@@ -200,6 +205,19 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 		// The loop never returns; if it did, the thread is spent.
 		vm.finish(t, vals, nil)
 	}
+}
+
+// resumeTask resumes t's coroutine, recovering a Go panic that escapes
+// gopher-lua instead of letting it unwind the actor's step, where the task
+// would be lost without an answer.
+func (vm *VM) resumeTask(t *task, args []lua.LValue) (st lua.ResumeState, err error, vals []lua.LValue, panicked any) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = r
+		}
+	}()
+	st, err, vals = vm.L.Resume(t.co, vm.body, args...)
+	return st, err, vals, nil
 }
 
 // callStackOverflow is the panic value of gopher-lua's full call stack.
@@ -255,13 +273,47 @@ func (vm *VM) classify(t *task, err error) *codes.Error {
 	return codes.New(codes.HandlerFailed, "internal error (incident %s)", incident)
 }
 
-// crashErr is what a task of a crashed VM answers.
+// crashErr is what a task of a crashed VM answers: handler_failed with
+// the crash's incident (SPEC §6), which its log line carries.
 func (vm *VM) crashErr() *codes.Error {
-	if vm.crashError != nil {
-		return vm.crashError
+	if vm.crashError == nil {
+		vm.markCrashed("VM crashed", "", "", "")
 	}
-	return codes.New(codes.HandlerFailed, "internal error")
+	return vm.crashError
 }
+
+// markCrashed marks the VM for replacement, logs why with a new incident
+// id, and makes that incident the one every task of the VM answers with.
+// The first crash's incident is kept: later tasks fail because of it.
+func (vm *VM) markCrashed(what, task, panicked, stack string) {
+	vm.crashed = true
+	if vm.crashError != nil {
+		return
+	}
+	incident := newIncident()
+	vm.crashError = codes.New(codes.HandlerFailed, "internal error (incident %s)", incident)
+	attrs := []any{"incident", incident}
+	if task != "" {
+		attrs = append(attrs, "task", task)
+	}
+	if panicked != "" {
+		attrs = append(attrs, "panic", panicked)
+	}
+	if stack != "" {
+		attrs = append(attrs, "stack", stack)
+	}
+	vm.Log.Error(what+"; the VM will be replaced", attrs...)
+}
+
+// Crash marks the VM crashed by a Go panic that went past it into the
+// actor, and logs it with its stack and an incident id.
+func (vm *VM) Crash(what string, panicked any, stack []byte) {
+	vm.markCrashed(what, "", fmt.Sprint(panicked), string(stack))
+}
+
+// CrashError returns what the live tasks of a crashed VM answer (see
+// Abort): handler_failed with the crash's incident id.
+func (vm *VM) CrashError() *codes.Error { return vm.crashErr() }
 
 // newIncident returns a fresh incident id: 16 lowercase hex digits.
 func newIncident() string { return fmt.Sprintf("%016x", rand.Uint64()) }
@@ -276,11 +328,7 @@ func (vm *VM) guard(what string) {
 	if r == nil {
 		return
 	}
-	incident := newIncident()
-	vm.crashed = true
-	vm.crashError = codes.New(codes.HandlerFailed, "internal error (incident %s)", incident)
-	vm.Log.Error("go panic in "+what+"; the VM will be replaced", "incident", incident,
-		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	vm.markCrashed("go panic in "+what, "", fmt.Sprint(r), string(debug.Stack()))
 	panic(r)
 }
 
@@ -293,11 +341,7 @@ func (vm *VM) catch(what string, err **codes.Error) {
 	if r == nil {
 		return
 	}
-	incident := newIncident()
-	vm.crashed = true
-	vm.crashError = codes.New(codes.HandlerFailed, "internal error (incident %s)", incident)
-	vm.Log.Error("go panic "+what+"; the VM will be replaced", "incident", incident,
-		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	vm.markCrashed("go panic "+what, "", fmt.Sprint(r), string(debug.Stack()))
 	*err = vm.crashError
 }
 

@@ -8,7 +8,6 @@
 package luavm
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -135,7 +134,7 @@ func New(spec Spec) (*VM, error) {
 		return nil, fmt.Errorf("luavm: runtime setup: %w", err)
 	}
 	if err := vm.load(spec); err != nil {
-		L.Close()
+		vm.Close()
 		return nil, err
 	}
 	if err := vm.compile(spec); err != nil {
@@ -197,14 +196,20 @@ func (vm *VM) load(spec Spec) error {
 	if budget <= 0 {
 		budget = DefaultLoadTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
-	vm.L.SetContext(ctx)
-	defer vm.L.RemoveContext()
-
+	// The load runs under the VM's interrupt, as handlers do, and not
+	// under a context of its own: every coroutine shares the interrupt
+	// (see installCoroutines), so a context on the main thread alone would
+	// not stop a loop inside pcall or a coroutine at the top level.
+	vm.L.SetContext(vm.intr)
+	vm.intr.arm(time.Now().Add(budget))
 	vm.L.Push(fn)
 	err = vm.L.PCall(0, 1, nil)
-	if ctx.Err() != nil {
+	reason := vm.intr.disarm()
+	vm.L.RemoveContext()
+	if reason != notInterrupted {
+		if err == nil {
+			vm.L.Pop(1)
+		}
 		return fail(0, "script did not finish loading within %v (an endless loop at the top level?)", budget)
 	}
 	if err != nil {

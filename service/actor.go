@@ -156,8 +156,8 @@ func (a *Actor) safely(f func(vm *luavm.VM)) {
 			return
 		}
 		if r != nil {
-			a.rt.log.Error("go panic in actor; replacing its VM", "service", a.id.Service, "instance", a.id.Instance,
-				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			// The VM's logger names the service and instance.
+			vm.Crash("go panic in actor", r, debug.Stack())
 		}
 		a.replace(vm)
 	}()
@@ -168,7 +168,9 @@ func (a *Actor) replace(old *luavm.VM) {
 	a.rt.metrics.VMRestarted(a.id.Service)
 	func() {
 		defer func() { _ = recover() }() // the old VM may be too broken to abort cleanly
-		old.Abort(codes.New(codes.HandlerFailed, "internal error"))
+		// Every waiting task answers handler_failed with the crash's
+		// incident id, as SPEC §6 words the message.
+		old.Abort(old.CrashError())
 	}()
 	old.Close()
 	vm, err := luavm.New(old.Spec())

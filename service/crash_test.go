@@ -75,8 +75,8 @@ return M`,
 			luatest.Expect(t, w.Ask(t, "a", c.route, "{}"), c.want, luatest.IncidentMsg.String())
 			// The VM is replaced once, and the old VM's waiting tasks fail.
 			luatest.Wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == i+1 })
-			luatest.Expect(t, w.Await(t, sleeping), "client_rpc.handler_failed", "")
-			luatest.Expect(t, w.Await(t, calling), "client_rpc.handler_failed", "")
+			luatest.Expect(t, w.Await(t, sleeping), "client_rpc.handler_failed", luatest.IncidentMsg.String())
+			luatest.Expect(t, w.Await(t, calling), "client_rpc.handler_failed", luatest.IncidentMsg.String())
 			w.Logs.WaitRecords(t, "init ran", i+2)
 			// The fresh VM starts from scratch and serves.
 			luatest.Expect(t, w.Ask(t, "a", 5, "{}"), "1", "")
@@ -132,7 +132,7 @@ func TestReplacementFails(t *testing.T) {
 		queued = append(queued, id)
 	}
 	luatest.Expect(t, w.Await(t, crash), "client_rpc.handler_failed", "")
-	luatest.Expect(t, w.Await(t, sleeping), "client_rpc.handler_failed", "")
+	luatest.Expect(t, w.Await(t, sleeping), "client_rpc.handler_failed", luatest.IncidentMsg.String())
 	for _, id := range queued {
 		r := w.Await(t, id)
 		if r.Err == nil && string(r.Body) != "1" {

@@ -1,0 +1,86 @@
+package luavm_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shieldrpc/shield/internal/luatest"
+	"github.com/shieldrpc/shield/luavm"
+)
+
+// TestResumeOfAWaitingThread checks that a coroutine cannot resume a thread
+// that is waiting for it (Lua's "normal" status): gopher-lua allows it and
+// then panics in Go, which cost the VM and left the request unanswered.
+func TestResumeOfAWaitingThread(t *testing.T) {
+	cases := []luaCase{
+		{name: "the message coroutine from inside pcall", body: `local me = coroutine.running()
+			local ok, rok, msg = pcall(function() return coroutine.resume(me, 1) end)
+			return { ok, rok, msg }`, want: `[true,false,"cannot resume non-suspended coroutine"]`},
+		{name: "a grandparent from a nested coroutine", body: `local outer
+			outer = coroutine.create(function()
+				local inner = coroutine.create(function() return coroutine.status(outer), coroutine.resume(outer) end)
+				return coroutine.resume(inner)
+			end)
+			return { coroutine.resume(outer) }`, want: `[true,true,"normal",false,"cannot resume non-suspended coroutine"]`},
+		{name: "through coroutine.wrap", body: `local me = coroutine.running()
+			local ok, e = pcall(coroutine.wrap(function() return coroutine.resume(me) end))
+			return { ok, e }`, want: `[true,false]`},
+		{name: "a suspended coroutine still resumes", body: `local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end)
+			local _, x = coroutine.resume(co, 1) local _, y = coroutine.resume(co, 5)
+			return { x, y, coroutine.status(co) }`, want: `[2,10,"dead"]`},
+	}
+	a, aScript := caseActor("a", "handler_timeout: 2s", `function M.ping() return "pong" end`, cases)
+	a += "      - {id: 100, binding: ping}\n"
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			luatest.Expect(t, w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), 3*time.Second), c.want, "")
+			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
+		})
+	}
+	if n := len(w.Logs.Records("go panic inside a handler; the VM will be replaced")); n != 0 {
+		t.Fatalf("%d VM crashes", n)
+	}
+}
+
+// TestLoadLoopInsideCoroutine checks that the load budget stops an endless
+// loop at a script's top level even inside pcall or a coroutine, whose
+// threads did not see the load's own context: the start hung for ever.
+func TestLoadLoopInsideCoroutine(t *testing.T) {
+	for name, src := range map[string]string{
+		"pcall":             `pcall(function() while true do end end) return {}`,
+		"xpcall":            `xpcall(function() while true do end end, print) return {}`,
+		"coroutine.wrap":    `coroutine.wrap(function() while true do end end)() return {}`,
+		"a required module": `require("spin") return {}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			script := filepath.Join(dir, "a.lua")
+			if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "spin.lua"), []byte(`pcall(function() while true do end end)`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				vm, err := luavm.New(luavm.Spec{Service: "a", Script: script, LoadTimeout: 100 * time.Millisecond})
+				if vm != nil {
+					vm.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "did not finish loading within 100ms") {
+					t.Fatalf("err = %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the load never ended")
+			}
+		})
+	}
+}
