@@ -151,7 +151,8 @@ func (c *Client) OnNotice(fn func(code, message string)) {
 	c.mu.Unlock()
 }
 
-// Call sends a request on route and waits for its one answer. req is
+// Call sends a request on route and waits for its one answer; ctx bounds
+// the write as well as the wait. req is
 // encoded as JSON unless it is a []byte (sent as is) or nil (empty body);
 // resp, if not nil, is decoded from the response body as JSON, or set as
 // is when it is a *[]byte. An error frame comes back as a *codes.Error
@@ -175,7 +176,7 @@ func (c *Client) Call(ctx context.Context, route uint32, req, resp any) error {
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}()
-	if err := c.send(&envelope.Frame{Kind: envelope.Request, RouteID: route, RequestID: id, Body: body}); err != nil {
+	if err := c.send(ctx, &envelope.Frame{Kind: envelope.Request, RouteID: route, RequestID: id, Body: body}); err != nil {
 		return err
 	}
 	select {
@@ -197,11 +198,13 @@ func (c *Client) Notify(route uint32, req any) error {
 	if err != nil {
 		return err
 	}
-	return c.send(&envelope.Frame{Kind: envelope.Notify, RouteID: route, Body: body})
+	return c.send(context.Background(), &envelope.Frame{Kind: envelope.Notify, RouteID: route, Body: body})
 }
 
 // Heartbeat sends one heartbeat; the gateway echoes it.
-func (c *Client) Heartbeat() error { return c.send(&envelope.Frame{Kind: envelope.Heartbeat}) }
+func (c *Client) Heartbeat() error {
+	return c.send(context.Background(), &envelope.Frame{Kind: envelope.Heartbeat})
+}
 
 // WriteRaw writes bytes to the connection as they are (over ws, as one
 // message of the envelope's type): for tests that send what no
@@ -209,7 +212,7 @@ func (c *Client) Heartbeat() error { return c.send(&envelope.Frame{Kind: envelop
 func (c *Client) WriteRaw(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.t.writeRaw(b)
+	return c.t.writeRaw(context.Background(), b)
 }
 
 func (c *Client) newID() uint64 {
@@ -224,10 +227,11 @@ func (c *Client) newID() uint64 {
 	}
 }
 
-func (c *Client) send(f *envelope.Frame) error {
+// send writes one frame by ctx's deadline (at most writeTimeout).
+func (c *Client) send(ctx context.Context, f *envelope.Frame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.t.writeFrame(f)
+	return c.t.writeFrame(ctx, f)
 }
 
 func (c *Client) readLoop() {

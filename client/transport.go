@@ -18,11 +18,13 @@ import (
 
 // transport is one connection to a gateway seen as frames (SPEC §3,
 // Transports). readFrame runs on the client's read loop only; the write
-// methods run under Client.wmu.
+// methods run under Client.wmu. A write ends by ctx's deadline or after
+// writeTimeout, whichever is first: a gateway that stopped reading must
+// not hang a caller forever.
 type transport interface {
 	readFrame() (envelope.Frame, error)
-	writeFrame(f *envelope.Frame) error
-	writeRaw(b []byte) error
+	writeFrame(ctx context.Context, f *envelope.Frame) error
+	writeRaw(ctx context.Context, b []byte) error
 	close() error
 	localAddr() net.Addr
 }
@@ -62,17 +64,29 @@ type streamTransport struct {
 
 func (s *streamTransport) readFrame() (envelope.Frame, error) { return s.codec.ReadFrame(s.br) }
 
-func (s *streamTransport) writeFrame(f *envelope.Frame) error {
+func (s *streamTransport) writeFrame(ctx context.Context, f *envelope.Frame) error {
 	buf, err := s.codec.AppendFrame(s.wbuf[:0], f)
 	if err != nil {
 		return err
 	}
 	s.wbuf = buf
-	return s.writeRaw(buf)
+	return s.writeRaw(ctx, buf)
 }
 
-func (s *streamTransport) writeRaw(b []byte) error {
+// writeRaw writes b by ctx's deadline, at most writeTimeout from now. A
+// write that fails may have sent part of a frame, after which the stream
+// cannot be read as frames any more: the connection is closed, and the read
+// loop ends the client.
+func (s *streamTransport) writeRaw(ctx context.Context, b []byte) error {
+	deadline := time.Now().Add(writeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := s.nc.SetWriteDeadline(deadline); err != nil {
+		return fmt.Errorf("client: write: %w", err)
+	}
 	if _, err := s.nc.Write(b); err != nil {
+		s.nc.Close()
 		return fmt.Errorf("client: write: %w", err)
 	}
 	return nil
@@ -163,18 +177,19 @@ func (t *wsTransport) readFrame() (envelope.Frame, error) {
 	return t.codec.DecodeMessage(msg)
 }
 
-func (t *wsTransport) writeFrame(f *envelope.Frame) error {
+func (t *wsTransport) writeFrame(ctx context.Context, f *envelope.Frame) error {
 	msg, err := t.codec.AppendMessage(t.wbuf[:0], f)
 	if err != nil {
 		return err
 	}
 	t.wbuf = msg
-	return t.writeRaw(msg)
+	return t.writeRaw(ctx, msg)
 }
 
-// writeRaw sends b as one message of the envelope's type.
-func (t *wsTransport) writeRaw(b []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+// writeRaw sends b as one message of the envelope's type. The library
+// closes the connection when ctx ends during the write.
+func (t *wsTransport) writeRaw(ctx context.Context, b []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	if err := t.ws.Write(ctx, t.typ, b); err != nil {
 		return fmt.Errorf("client: write: %w", err)
@@ -190,6 +205,6 @@ func (t *wsTransport) close() error {
 
 func (t *wsTransport) localAddr() net.Addr { return t.local }
 
-// writeTimeout bounds one WebSocket write: a gateway that stopped reading
-// must not hang a caller forever.
+// writeTimeout bounds one write: a gateway that stopped reading must not
+// hang a caller forever.
 const writeTimeout = 10 * time.Second

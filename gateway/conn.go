@@ -77,7 +77,7 @@ func drainNotice() *envelope.Frame {
 
 // readLoop reads frames until the connection ends and says why.
 func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
-	idle := c.g.cfg.Session.IdleTimeout
+	idle, done := c.g.cfg.Session.IdleTimeout, c.s.Done()
 	for {
 		// One deadline per frame, not per read: a client trickling bytes
 		// without finishing a frame is idle too.
@@ -94,9 +94,11 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 			c.s.Enqueue(heartbeat)
 			continue
 		}
-		c.frame(&f)
-		if closed, _ := c.s.Closed(); closed {
-			return session.Closed, nil
+		c.frame(&f, time.Now())
+		select {
+		case <-done:
+			return session.Closed, nil // the first reason was recorded already
+		default:
 		}
 	}
 }

@@ -17,8 +17,15 @@ func (g *Gateway) Respond(r *egress.Response) {
 	if r.Err != nil {
 		code = string(r.Err.Code)
 	}
+	// The descriptor is the authority on a route's name: an answer that
+	// does not carry it (a dead VM's unavailable) is still labelled by
+	// name, as SPEC §9 asks, and the legacy envelopes carry it.
+	er := g.edge.Lookup(r.RouteID)
 	if !r.Notify {
 		route := r.Route
+		if route == "" && er != nil {
+			route = er.Name
+		}
 		if route == "" {
 			route = strconv.FormatUint(uint64(r.RouteID), 10)
 		}
@@ -39,7 +46,7 @@ func (g *Gateway) Respond(r *egress.Response) {
 	if r.Err != nil {
 		f = &envelope.Frame{Kind: envelope.Error, RouteID: r.RouteID, RequestID: r.RequestID, Code: string(r.Err.Code), Message: r.Err.Message}
 	}
-	if er := g.edge.Lookup(r.RouteID); er != nil {
+	if er != nil {
 		f.Route = er.Name // the legacy envelopes carry it
 	}
 	if !s.EnqueueAnswer(f) {
@@ -65,10 +72,10 @@ func (g *Gateway) Push(p *egress.Push) []codes.Code {
 	// One shared frame per codec, built when a target first needs it.
 	frames := make(map[string]*envelope.Frame, len(p.Bodies))
 	for i, ref := range p.Targets {
-		s, code := g.check(ref)
+		s, b, code := g.check(ref)
 		var f *envelope.Frame
 		if code == "" {
-			key := g.codecKeys[s.Binding().Profile]
+			key := g.codecKeys[b.Profile]
 			if f = frames[key]; f == nil {
 				if body, ok := p.Bodies[key]; ok {
 					f = &envelope.Frame{Kind: envelope.Push, RouteID: p.RouteID, Route: r.Name, Body: body}
@@ -81,8 +88,14 @@ func (g *Gateway) Push(p *egress.Push) []codes.Code {
 			}
 		}
 		if code == "" && !s.Enqueue(f) {
-			code = codes.QueueFull
-			g.m.LimitsHit.WithLabelValues("outbound_queue").Inc()
+			if closed, _ := s.Closed(); closed {
+				// It closed after the check: it no longer exists for
+				// SPEC §7, and its queue was not the reason.
+				code = codes.SessionNotFound
+			} else {
+				code = codes.QueueFull
+				g.m.LimitsHit.WithLabelValues("outbound_queue").Inc()
+			}
 		}
 		if code != "" {
 			out[i] = code
@@ -92,17 +105,22 @@ func (g *Gateway) Push(p *egress.Push) []codes.Code {
 	return out
 }
 
-// check finds ref's session and checks ref against it.
-func (g *Gateway) check(ref egress.ClientRef) (*session.Session, codes.Code) {
+// check finds ref's session and checks ref against it, on one snapshot of
+// the session (one lock per target of a broadcast, and the epoch and the
+// player compared are those of one instant).
+func (g *Gateway) check(ref egress.ClientRef) (*session.Session, session.Binding, codes.Code) {
 	s := g.sessions.Get(ref.SessionID)
+	var b session.Binding
 	var cur egress.ClientRef
 	found := false
 	if s != nil {
-		if closed, _ := s.Closed(); !closed {
-			found, cur = true, s.Ref()
+		var closed bool
+		if b, closed = s.Snapshot(); !closed {
+			found = true
+			cur = egress.ClientRef{SessionID: s.ID, Epoch: b.Epoch, PlayerID: b.PlayerID, Gateway: b.Gateway}
 		}
 	}
-	return s, egress.CheckRef(ref, g.name, found, cur)
+	return s, b, egress.CheckRef(ref, g.name, found, cur)
 }
 
 // Bind moves a session to a new target by compare-and-set on its epoch.
@@ -116,7 +134,7 @@ func (g *Gateway) Bind(b *egress.BindRequest) (egress.ClientRef, error) {
 // Kick closes the session ref names, with a session.kicked notice, if ref
 // still matches it.
 func (g *Gateway) Kick(ref egress.ClientRef, reason string) error {
-	s, code := g.check(ref)
+	s, _, code := g.check(ref)
 	if code != "" {
 		return codes.New(code, "cannot kick session %d", ref.SessionID)
 	}

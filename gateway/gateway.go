@@ -264,17 +264,41 @@ func (g *Gateway) admit(l *listener) (net.Conn, error) {
 			g.m.AcceptErrors.Inc()
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			g.log.Warn("accept failed; retrying", "listener", l.cfg.Name, "error", err, "backoff", backoff)
-			time.Sleep(backoff)
+			// The back-off gives way to StopAccepting, which waits for
+			// this loop: a drain must not sit out a second of it.
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-g.stop.Done():
+				t.Stop()
+				return nil, net.ErrClosed
+			}
 			continue
 		}
-		if g.live.Load() >= int64(g.cfg.Session.MaxSessions) {
+		if !g.takeSlot() {
 			g.m.SessionsRefused.Inc()
 			g.m.LimitsHit.WithLabelValues("max_sessions").Inc()
 			nc.Close()
 			continue
 		}
-		g.live.Add(1)
 		return nc, nil
+	}
+}
+
+// takeSlot counts one more connection in g.live unless max_sessions are
+// live already. Every listener's accept loop admits concurrently, so the
+// check and the increment are one compare-and-swap: a load followed by an
+// add would let two listeners pass the limit together.
+func (g *Gateway) takeSlot() bool {
+	limit := int64(g.cfg.Session.MaxSessions)
+	for {
+		n := g.live.Load()
+		if n >= limit {
+			return false
+		}
+		if g.live.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 const (
 	routeEcho = 1
 	routeFail = 2
+	routeSink = 3 // action: drop
 )
 
 var envelopes = []string{"idlen", "typelen", "lenprefix", "delimiter"}
@@ -64,7 +65,8 @@ actors:
       routes:
         - {id: %d, name: echo, binding: echo, requires_auth: false}
         - {id: %d, name: fail, binding: fail, requires_auth: false}
-`, listeners.String(), session, script, routeEcho, routeFail)
+        - {id: %d, name: sink, binding: echo, requires_auth: false, action: drop}
+`, listeners.String(), session, script, routeEcho, routeFail, routeSink)
 }
 
 // server is a running gateway with the wire service.

@@ -210,7 +210,8 @@ func (a *Actor) reject(m business) {
 	switch m := m.(type) {
 	case *ingress.ClientIngress:
 		a.rt.respond(&egress.Response{SessionID: m.Client.Ref.SessionID, RouteID: m.Client.RouteID,
-			RequestID: m.Client.RequestID, Err: unavailable, Notify: m.Notify()})
+			RequestID: m.Client.RequestID, Err: unavailable, Notify: m.Notify(),
+			Service: a.id.Service, Route: m.Client.Route, Received: m.Received})
 	case *luavm.Call:
 		if m.ID != 0 {
 			a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Gen: m.Gen, Err: unavailable})

@@ -133,6 +133,14 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // It is valid once Done is closed.
 func (s *Session) Notice() *envelope.Frame { return s.notice }
 
+// Snapshot returns the current binding and whether the session has closed,
+// under one lock, so that a caller checking a ref sees both at one instant.
+func (s *Session) Snapshot() (b Binding, closed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.binding, s.closed
+}
+
 // Closed reports whether the session has closed, and why.
 func (s *Session) Closed() (bool, Reason) {
 	s.mu.Lock()
