@@ -163,14 +163,51 @@ func (c streamConn) drive(ctx context.Context, o Options, measuring *atomic.Bool
 func (c streamConn) stop()  { c.SetDeadline(time.Now()) }
 func (c streamConn) close() { c.Close() }
 
-// drive runs one connection: InFlight request slots, each re-sent on its
-// answer. Only answers that arrive while measuring are counted.
-func drive(ctx context.Context, c net.Conn, o Options, measuring *atomic.Bool, h *Histogram) (n, errs uint64) {
-	sent := make([]atomic.Int64, o.InFlight+1) // slot -> send time (unix ns); request_id = slot
-	next := make(chan uint32, o.InFlight)
+// slots is one connection's closed loop: InFlight request slots (the
+// request_id is the slot), each re-sent as soon as its answer arrives. Only
+// answers that arrive while measuring are counted.
+type slots struct {
+	o         Options
+	sent      []atomic.Int64 // slot -> send time, unix ns
+	next      chan uint32    // slots ready to send
+	measuring *atomic.Bool
+	h         *Histogram
+	n, errs   uint64
+}
+
+func newSlots(o Options, measuring *atomic.Bool, h *Histogram) *slots {
+	s := &slots{o: o, sent: make([]atomic.Int64, o.InFlight+1), next: make(chan uint32, o.InFlight), measuring: measuring, h: h}
 	for slot := 1; slot <= o.InFlight; slot++ {
-		next <- uint32(slot)
+		s.next <- uint32(slot)
 	}
+	return s
+}
+
+// answered accounts for a frame from the gateway and frees its slot; it
+// reports false when the run is over.
+func (s *slots) answered(ctx context.Context, route, slot uint32) bool {
+	if slot == 0 || int(slot) > s.o.InFlight {
+		return true // a push or notice: not ours
+	}
+	if s.measuring.Load() {
+		s.n++
+		if route == 0 {
+			s.errs++
+		}
+		s.h.Record(time.Duration(time.Now().UnixNano() - s.sent[slot].Load()))
+	}
+	select {
+	case s.next <- slot:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// drive runs one stream connection's closed loop.
+func drive(ctx context.Context, c net.Conn, o Options, measuring *atomic.Bool, h *Histogram) (n, errs uint64) {
+	s := newSlots(o, measuring, h)
+	sent, next := s.sent, s.next
 	frame := make([]byte, 12+len(o.Body))
 	binary.BigEndian.PutUint32(frame, uint32(8+len(o.Body)))
 	frame[4] = 1
@@ -206,31 +243,18 @@ func drive(ctx context.Context, c net.Conn, o Options, measuring *atomic.Bool, h
 	var hdr [12]byte
 	for {
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			return n, errs
+			return s.n, s.errs
 		}
 		length := binary.BigEndian.Uint32(hdr[:4])
 		if length < 8 {
-			return n, errs
+			return s.n, s.errs
 		}
 		if _, err := br.Discard(int(length) - 8); err != nil {
-			return n, errs
+			return s.n, s.errs
 		}
 		route := uint32(hdr[5])<<16 | uint32(hdr[6])<<8 | uint32(hdr[7])
-		slot := binary.BigEndian.Uint32(hdr[8:])
-		if slot == 0 || int(slot) > o.InFlight {
-			continue // a push or notice: not ours
-		}
-		if measuring.Load() {
-			n++
-			if route == 0 {
-				errs++
-			}
-			h.Record(time.Duration(time.Now().UnixNano() - sent[slot].Load()))
-		}
-		select {
-		case next <- slot:
-		case <-ctx.Done():
-			return n, errs
+		if !s.answered(ctx, route, binary.BigEndian.Uint32(hdr[8:])) {
+			return s.n, s.errs
 		}
 	}
 }

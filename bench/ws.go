@@ -39,11 +39,8 @@ func (c wsConn) stop()  { c.ws.CloseNow() }
 func (c wsConn) close() { c.ws.CloseNow() }
 
 func (c wsConn) drive(ctx context.Context, o Options, measuring *atomic.Bool, h *Histogram) (n, errs uint64) {
-	sent := make([]atomic.Int64, o.InFlight+1) // slot -> send time (unix ns); request_id = slot
-	next := make(chan uint32, o.InFlight)
-	for slot := 1; slot <= o.InFlight; slot++ {
-		next <- uint32(slot)
-	}
+	s := newSlots(o, measuring, h)
+	sent, next := s.sent, s.next
 	msg := make([]byte, 8+len(o.Body))
 	msg[0] = 1
 	msg[1], msg[2], msg[3] = byte(o.Route>>16), byte(o.Route>>8), byte(o.Route)
@@ -68,30 +65,17 @@ func (c wsConn) drive(ctx context.Context, o Options, measuring *atomic.Bool, h 
 	for {
 		_, r, err := c.ws.Reader(context.Background())
 		if err != nil {
-			return n, errs
+			return s.n, s.errs
 		}
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return n, errs
+			return s.n, s.errs
 		}
 		if _, err := io.Copy(io.Discard, r); err != nil {
-			return n, errs
+			return s.n, s.errs
 		}
 		route := uint32(hdr[1])<<16 | uint32(hdr[2])<<8 | uint32(hdr[3])
-		slot := binary.BigEndian.Uint32(hdr[4:])
-		if slot == 0 || int(slot) > o.InFlight {
-			continue // a push or notice: not ours
-		}
-		if measuring.Load() {
-			n++
-			if route == 0 {
-				errs++
-			}
-			h.Record(time.Duration(time.Now().UnixNano() - sent[slot].Load()))
-		}
-		select {
-		case next <- slot:
-		case <-ctx.Done():
-			return n, errs
+		if !s.answered(ctx, route, binary.BigEndian.Uint32(hdr[4:])) {
+			return s.n, s.errs
 		}
 	}
 }

@@ -206,19 +206,11 @@ func idleMemory(stdout, stderr io.Writer, addr string, n int, srv *bootstrap.Ser
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	conns := make([]net.Conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for i := 0; i < n; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			fmt.Fprintf(stderr, "dial %d: %v\n", i, err)
-			return 1
-		}
-		conns = append(conns, c)
+	conns, err := dialIdle(addr, n)
+	defer closeAll(conns)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for srv.Gateway.Sessions().Len() < n && time.Now().Before(deadline) {
@@ -251,19 +243,11 @@ func remoteIdleMemory(stdout, stderr io.Writer, addr, admin string, n int) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	conns := make([]net.Conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for i := 0; i < n; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			fmt.Fprintf(stderr, "dial %d: %v\n", i, err)
-			return 1
-		}
-		conns = append(conns, c)
+	conns, err := dialIdle(addr, n)
+	defer closeAll(conns)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
 	}
 	var heap, stack, sessions float64
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -295,4 +279,24 @@ func scrapeMetrics(admin string, names ...string) ([]float64, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// dialIdle opens n connections that send nothing; on error it returns the
+// ones it opened, for the caller to close.
+func dialIdle(addr string, n int) ([]net.Conn, error) {
+	conns := make([]net.Conn, 0, n)
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return conns, fmt.Errorf("dial %d: %w", i, err)
+		}
+		conns = append(conns, c)
+	}
+	return conns, nil
+}
+
+func closeAll(conns []net.Conn) {
+	for _, c := range conns {
+		c.Close()
+	}
 }
