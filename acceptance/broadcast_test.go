@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shieldrpc/shield/client"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 const broadcastYAML = `node: {name: gw-bcast}
@@ -129,7 +130,7 @@ func TestBroadcastPastASlowMember(t *testing.T) {
 	if len(got.Rejected["m0"]) == 0 {
 		t.Fatalf("the slow member was never refused: its queue never filled")
 	}
-	eventually(t, "the slow member closed as a slow consumer", func() bool {
+	wiretest.Eventually(t, "the slow member closed as a slow consumer", func() bool {
 		return scrape(t, admin, `shield_sessions_closed_total{reason="slow_consumer"}`) == 1
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -19,8 +18,8 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/shieldrpc/shield/bootstrap"
 	"github.com/shieldrpc/shield/client"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // codecListener is one listener of a codec test config.
@@ -78,26 +77,7 @@ actors:
 // checked, at cleanup.
 func startCodecGame(t testing.TB, cfg string) *game {
 	t.Helper()
-	before := runtime.NumGoroutine()
-	path := filepath.Join(t.TempDir(), "actors.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := bootstrap.Start(ctx, path, bootstrap.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		waitGoroutines(t, before)
-	})
-	return &game{srv: srv}
+	return &game{wiretest.Start(t, "actors.yaml", cfg, quietLogger())}
 }
 
 // dialCodec connects to a listener with the given envelope.
@@ -105,7 +85,7 @@ func (g *game) dialCodec(t testing.TB, listener, envelope string) *client.Client
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, g.addr(listener), client.Options{Envelope: envelope})
+	c, err := client.Dial(ctx, g.Addr(listener), client.Options{Envelope: envelope})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // pbCall makes a request with a protobuf body and returns the response
@@ -49,7 +50,7 @@ func TestCodecProtobufGame(t *testing.T) {
 		t.Fatalf("move response %x", resp)
 	}
 	want := `{"player_id":"alice-pb","x":1.5,"y":-2}`
-	eventually(t, "bob sees alice move", func() bool {
+	wiretest.Eventually(t, "bob sees alice move", func() bool {
 		_, ok := seen.find(func(b []byte) bool { s, err := pb.tryDecode("position", b); return err == nil && s == want })
 		return ok
 	})
@@ -67,7 +68,7 @@ func TestCodecProtobufZeroMove(t *testing.T) {
 	pbCall(t, c, routeJoinRoom, pb.encode(t, "join_room", `{"room":"zero"}`))
 	pbCall(t, c, routeMove, pb.encode(t, "move", `{"x":0,"y":3}`))
 	want := `{"player_id":"zed","x":0,"y":3}`
-	eventually(t, "the push of a move to x=0", func() bool {
+	wiretest.Eventually(t, "the push of a move to x=0", func() bool {
 		_, ok := seen.find(func(b []byte) bool { s, err := pb.tryDecode("position", b); return err == nil && s == want })
 		return ok
 	})
@@ -132,11 +133,11 @@ func TestCodecMixedListenersPush(t *testing.T) {
 	pbCall(t, app, routeJoinRoom, pb.encode(t, "join_room", `{"room":"mixed"}`))
 	pbCall(t, app, routeMove, pb.encode(t, "move", `{"x":4,"y":5}`))
 
-	eventually(t, "the json session sees ada move in JSON", func() bool {
+	wiretest.Eventually(t, "the json session sees ada move in JSON", func() bool {
 		_, ok := webSeen.find(func(b []byte) bool { return string(b) == `{"player_id":"ada","x":4,"y":5}` })
 		return ok
 	})
-	eventually(t, "the protobuf session sees ada move in protobuf", func() bool {
+	wiretest.Eventually(t, "the protobuf session sees ada move in protobuf", func() bool {
 		_, ok := appSeen.find(func(b []byte) bool {
 			s, err := pb.tryDecode("position", b)
 			return err == nil && s == `{"player_id":"ada","x":4,"y":5}`

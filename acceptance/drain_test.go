@@ -18,6 +18,7 @@ import (
 
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // process is a gateway binary run as a child, with its JSON log lines.
@@ -198,7 +199,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "readyz to go false", func() bool { return readyz(adminAddr) == http.StatusServiceUnavailable })
+	wiretest.Eventually(t, "readyz to go false", func() bool { return readyz(adminAddr) == http.StatusServiceUnavailable })
 	// During the grace, live sessions are still served.
 	var slept map[string]int
 	call(t, clients[0], 2, map[string]int{"ms": 10}, &slept)
@@ -235,7 +236,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	defer c.Close()
 	call(t, c, 1, map[string]string{"user": "stays"}, nil)
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	eventually(t, "the drain to start", func() bool { return p.count("draining", nil) == 1 })
+	wiretest.Eventually(t, "the drain to start", func() bool { return p.count("draining", nil) == 1 })
 	start := time.Now()
 	p.cmd.Process.Signal(syscall.SIGINT)
 	select {

@@ -8,6 +8,7 @@ import (
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // pushResult is what the push route returns.
@@ -66,7 +67,7 @@ func TestEgressRejections(t *testing.T) {
 			var before float64
 			if tc.want != "" {
 				reason = tc.want.Reason()
-				before = e.egressRejected(reason)
+				before = e.EgressRejected(reason)
 			}
 			res := pushTo(t, pusher, tc.ref, nil)
 			if tc.want == "" {
@@ -78,7 +79,7 @@ func TestEgressRejections(t *testing.T) {
 			if res.Sent != 0 || res.Last != string(tc.want) {
 				t.Fatalf("push: %+v, want %s", res, tc.want)
 			}
-			if got := e.egressRejected(reason); got != before+1 {
+			if got := e.EgressRejected(reason); got != before+1 {
 				t.Fatalf("egress_rejected{%s} %v -> %v", reason, before, got)
 			}
 		})
@@ -98,13 +99,13 @@ func TestEgressRejections(t *testing.T) {
 	}
 
 	// Once the victim has gone, its ref names no session.
-	before := e.egressRejected("session_not_found")
+	before := e.EgressRejected("session_not_found")
 	victim.Close()
-	eventually(t, "the victim's session gone", func() bool { return e.srv.Gateway.Sessions().Get(v.SessionID) == nil })
+	wiretest.Eventually(t, "the victim's session gone", func() bool { return e.Srv.Gateway.Sessions().Get(v.SessionID) == nil })
 	if res := pushTo(t, pusher, v, nil); res.Last != string(codes.SessionNotFound) {
 		t.Fatalf("push to a closed session: %+v", res)
 	}
-	if got := e.egressRejected("session_not_found"); got != before+1 {
+	if got := e.EgressRejected("session_not_found"); got != before+1 {
 		t.Fatalf("egress_rejected{session_not_found} %v -> %v", before, got)
 	}
 }
@@ -118,12 +119,12 @@ func TestEgressQueueFull(t *testing.T) {
 	pusher := e.client(t, "idlen")
 	loginAs(t, pusher, "pusher")
 	victim := e.raw(t, "idlen")
-	victim.send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 1, Body: []byte(`{"user":"sink"}`)})
+	victim.Send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 1, Body: []byte(`{"user":"sink"}`)})
 	var v ref
-	if err := json.Unmarshal(victim.expect(envelope.Frame{Kind: envelope.Response, RequestID: 1}).Body, &v); err != nil {
+	if err := json.Unmarshal(victim.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1}).Body, &v); err != nil {
 		t.Fatal(err)
 	}
-	before := e.egressRejected("queue_full")
+	before := e.EgressRejected("queue_full")
 	started := time.Now()
 	res := pushTo(t, pusher, v, map[string]any{"size": 64 << 10, "count": 1000})
 	if res.Last != string(codes.QueueFull) || res.Sent < 4 {
@@ -132,13 +133,13 @@ func TestEgressQueueFull(t *testing.T) {
 	if el := time.Since(started); el > 4*time.Second { // write_timeout is 5s
 		t.Fatalf("the flood took %v: a push must never wait for the client", el)
 	}
-	if got := e.egressRejected("queue_full"); got != before+1 {
+	if got := e.EgressRejected("queue_full"); got != before+1 {
 		t.Fatalf("egress_rejected{queue_full} %v -> %v", before, got)
 	}
-	if e.srv.Gateway.Sessions().Get(v.SessionID) == nil {
+	if e.Srv.Gateway.Sessions().Get(v.SessionID) == nil {
 		t.Fatal("the session was closed before write_timeout")
 	}
 	// Let the write loop go: the victim leaves.
-	victim.nc.Close()
-	eventually(t, "the victim's session gone", func() bool { return e.srv.Gateway.Sessions().Get(v.SessionID) == nil })
+	victim.NC.Close()
+	wiretest.Eventually(t, "the victim's session gone", func() bool { return e.Srv.Gateway.Sessions().Get(v.SessionID) == nil })
 }

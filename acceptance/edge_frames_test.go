@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // marksOf asks the service what mark notifies it recorded.
 func marksOf(t testing.TB, w *transcript, rid uint64) []any {
 	t.Helper()
-	w.send(envelope.Frame{Kind: envelope.Request, RouteID: rMarks, RequestID: rid})
-	f := w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rMarks, RequestID: rid})
+	w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rMarks, RequestID: rid})
+	f := w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rMarks, RequestID: rid})
 	var got struct{ Marks []any }
 	if err := json.Unmarshal(f.Body, &got); err != nil {
 		t.Fatalf("marks %s: %v", f.Body, err)
@@ -44,23 +45,23 @@ func TestNotifyNeverAnswered(t *testing.T) {
 			switch env {
 			case "typelen":
 				// A typelen notify's request_id is ignored: still no answer.
-				b, err := w.codec.AppendFrame(nil, &notify)
+				b, err := w.Codec.AppendFrame(nil, &notify)
 				if err != nil {
 					t.Fatal(err)
 				}
 				b[15] = 77 // the low byte of the u64 request_id
-				w.write(b)
+				w.Write(b)
 			case "delimiter":
 				// A wrapper without type and request_id is a notify.
-				w.write([]byte(fmt.Sprintf(`{"route_id":%d,"payload":{"v":%q}}`+"\n", rMark, v)))
+				w.Write([]byte(fmt.Sprintf(`{"route_id":%d,"payload":{"v":%q}}`+"\n", rMark, v)))
 			default:
-				w.send(notify)
+				w.Send(notify)
 			}
-			e.logs.waitFor(t, "mark", "v", fmt.Sprintf(`{"v":%q}`, v))
+			e.Logs.WaitFor(t, "mark", "v", fmt.Sprintf(`{"v":%q}`, v))
 			if marks := marksOf(t, w, 1); !hasMark(marks, v) {
 				t.Fatalf("marks %v lack %q", marks, v)
 			}
-			w.expectNothing(100 * time.Millisecond)
+			w.ExpectNothing(100 * time.Millisecond)
 		})
 	}
 }
@@ -73,8 +74,8 @@ func TestLegacyRouteByName(t *testing.T) {
 	for _, env := range []string{"lenprefix", "delimiter"} {
 		t.Run(env, func(t *testing.T) {
 			w := e.raw(t, env)
-			w.send(envelope.Frame{Kind: envelope.Request, Route: "whoami", RequestID: 3, Body: []byte(`{}`)})
-			f := w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rWhoami, RequestID: 3})
+			w.Send(envelope.Frame{Kind: envelope.Request, Route: "whoami", RequestID: 3, Body: []byte(`{}`)})
+			f := w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rWhoami, RequestID: 3})
 			if f.Route != "whoami" {
 				t.Fatalf("response route %q", f.Route)
 			}
@@ -86,18 +87,18 @@ func TestLegacyRouteByName(t *testing.T) {
 				t.Fatalf("handler saw %s (%v)", f.Body, err)
 			}
 
-			before := e.dropped("route_not_found")
-			w.send(envelope.Frame{Kind: envelope.Request, Route: "no_such_route", RequestID: 4, Body: []byte(`{}`)})
-			w.send(envelope.Frame{Kind: envelope.Notify, Route: "no_such_route", Body: []byte(`{}`)})
-			eventually(t, "route_not_found counted twice", func() bool { return e.dropped("route_not_found") == before+2 })
-			w.expectNothing(100 * time.Millisecond)
+			before := e.Dropped("route_not_found")
+			w.Send(envelope.Frame{Kind: envelope.Request, Route: "no_such_route", RequestID: 4, Body: []byte(`{}`)})
+			w.Send(envelope.Frame{Kind: envelope.Notify, Route: "no_such_route", Body: []byte(`{}`)})
+			wiretest.Eventually(t, "route_not_found counted twice", func() bool { return e.Dropped("route_not_found") == before+2 })
+			w.ExpectNothing(100 * time.Millisecond)
 
 			// route_id wins over route.
-			w.send(envelope.Frame{Kind: envelope.Request, Route: "echo", RouteID: rWhoami, RequestID: 5, Body: []byte(`{}`)})
-			w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rWhoami, RequestID: 5})
+			w.Send(envelope.Frame{Kind: envelope.Request, Route: "echo", RouteID: rWhoami, RequestID: 5, Body: []byte(`{}`)})
+			w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rWhoami, RequestID: 5})
 
 			// A notify by name runs its handler.
-			w.send(envelope.Frame{Kind: envelope.Notify, Route: "mark", Body: []byte(`{"v":"by-name-` + env + `"}`)})
+			w.Send(envelope.Frame{Kind: envelope.Notify, Route: "mark", Body: []byte(`{"v":"by-name-` + env + `"}`)})
 			if marks := marksOf(t, w, 6); !hasMark(marks, "by-name-"+env) {
 				t.Fatalf("marks %v", marks)
 			}
@@ -165,18 +166,18 @@ func TestLegacyEdgeErrorNamesRoute(t *testing.T) {
 	for _, env := range []string{"lenprefix", "delimiter"} {
 		t.Run(env, func(t *testing.T) {
 			w := e.raw(t, env)
-			w.send(
+			w.Send(
 				envelope.Frame{Kind: envelope.Request, Route: "sleep", RequestID: 1, Body: []byte(`{"ms":200}`)},
 				envelope.Frame{Kind: envelope.Request, Route: "echo", RequestID: 2, Body: []byte(`2`)},
 				envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: 3, Body: []byte(`3`)},
 			)
 			for _, id := range []uint64{2, 3} {
-				f := w.expect(envelope.Frame{Kind: envelope.Error, RequestID: id, Code: "client_rpc.busy"})
+				f := w.Expect(envelope.Frame{Kind: envelope.Error, RequestID: id, Code: "client_rpc.busy"})
 				if f.Route != "echo" || f.RouteID != rEcho {
 					t.Errorf("request %d: error names route %q id %d, want echo %d", id, f.Route, f.RouteID, rEcho)
 				}
 			}
-			f := w.expect(envelope.Frame{Kind: envelope.Response, RequestID: 1})
+			f := w.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1})
 			if f.Route != "sleep" || f.RouteID != rSleep {
 				t.Errorf("response names route %q id %d", f.Route, f.RouteID)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // TestRejectNew: under reject_new a second login of an online player fails
@@ -42,7 +43,7 @@ func TestRejectNew(t *testing.T) {
 		t.Fatal("the first session was closed")
 	default:
 	}
-	if n := e.logs.count("client_disconnected"); n != 0 {
+	if n := e.Logs.Count("client_disconnected"); n != 0 {
 		t.Fatalf("%d disconnects under reject_new", n)
 	}
 }
@@ -64,12 +65,12 @@ func TestKickedReplyNotDelivered(t *testing.T) {
 		defer cancel()
 		answered <- old.Call(ctx, rSleep, map[string]any{"ms": 1000, "push": true}, nil)
 	}()
-	e.logs.waitFor(t, "sleeping", "session_id", fmt.Sprint(oldRef.SessionID))
-	droppedBefore := testutil.ToFloat64(e.srv.Metrics.DroppedResponses)
+	e.Logs.WaitFor(t, "sleeping", "session_id", fmt.Sprint(oldRef.SessionID))
+	droppedBefore := testutil.ToFloat64(e.Srv.Metrics.DroppedResponses)
 
 	cur := e.raw(t, "idlen")
-	cur.send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 1, Body: []byte(`{"user":"ivan"}`)})
-	cur.expect(envelope.Frame{Kind: envelope.Response, RouteID: rLogin, RequestID: 1})
+	cur.Send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 1, Body: []byte(`{"user":"ivan"}`)})
+	cur.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rLogin, RequestID: 1})
 
 	select {
 	case code := <-notices:
@@ -87,15 +88,15 @@ func TestKickedReplyNotDelivered(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("the kicked session's call never ended")
 	}
-	i := e.logs.waitFor(t, "late_push", "session_id", fmt.Sprint(oldRef.SessionID))
-	if got := e.logs.entries[i].attrs["code"]; got != string(codes.SessionNotFound) {
+	i := e.Logs.WaitFor(t, "late_push", "session_id", fmt.Sprint(oldRef.SessionID))
+	if got := e.Logs.Entry(i).Attrs["code"]; got != string(codes.SessionNotFound) {
 		t.Fatalf("the late push to the kicked session said %q", got)
 	}
-	eventually(t, "the late reply dropped", func() bool {
-		return testutil.ToFloat64(e.srv.Metrics.DroppedResponses) == droppedBefore+1
+	wiretest.Eventually(t, "the late reply dropped", func() bool {
+		return testutil.ToFloat64(e.Srv.Metrics.DroppedResponses) == droppedBefore+1
 	})
-	cur.expectNothing(200 * time.Millisecond)
-	e.logs.waitFor(t, "client_disconnected", "session_id", fmt.Sprint(oldRef.SessionID), "player_id", "ivan", "reason", "kicked")
+	cur.ExpectNothing(200 * time.Millisecond)
+	e.Logs.WaitFor(t, "client_disconnected", "session_id", fmt.Sprint(oldRef.SessionID), "player_id", "ivan", "reason", "kicked")
 }
 
 // TestDisconnectReasons: closing the connection runs client_disconnected
@@ -108,15 +109,15 @@ func TestDisconnectReasons(t *testing.T) {
 	anon := e.client(t, "typelen")
 	var who ref
 	call(t, anon, rWhoami, nil, &who)
-	before := e.closedTotal("closed")
+	before := e.ClosedTotal("closed")
 	c.Close()
-	e.logs.waitFor(t, "client_disconnected", "session_id", fmt.Sprint(r.SessionID), "player_id", "judy",
+	e.Logs.WaitFor(t, "client_disconnected", "session_id", fmt.Sprint(r.SessionID), "player_id", "judy",
 		"epoch", "2", "reason", "closed")
 	anon.Close()
-	e.logs.waitFor(t, "client_disconnected", "session_id", fmt.Sprint(who.SessionID), "player_id", "",
+	e.Logs.WaitFor(t, "client_disconnected", "session_id", fmt.Sprint(who.SessionID), "player_id", "",
 		"epoch", "1", "reason", "closed")
-	eventually(t, "closes counted", func() bool { return e.closedTotal("closed") == before+2 })
-	eventually(t, "no live session", func() bool { return testutil.ToFloat64(e.srv.Metrics.Sessions) == 0 })
+	wiretest.Eventually(t, "closes counted", func() bool { return e.ClosedTotal("closed") == before+2 })
+	wiretest.Eventually(t, "no live session", func() bool { return testutil.ToFloat64(e.Srv.Metrics.Sessions) == 0 })
 }
 
 // TestDrain: Server.Stop stops accepting, serves live sessions through
@@ -131,11 +132,11 @@ func TestDrain(t *testing.T) {
 
 	stopped := make(chan error, 1)
 	started := time.Now()
-	go func() { stopped <- e.stop() }()
+	go func() { stopped <- e.Stop() }()
 
 	// Not accepting any more ...
-	eventually(t, "the listener closed", func() bool {
-		nc, err := net.DialTimeout("tcp", e.addr("idlen"), time.Second)
+	wiretest.Eventually(t, "the listener closed", func() bool {
+		nc, err := net.DialTimeout("tcp", e.Addr("idlen"), time.Second)
 		if err != nil {
 			return true
 		}
@@ -173,16 +174,16 @@ func TestDrain(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("Stop did not return")
 	}
-	left := e.logs.find("client_disconnected", "session_id", fmt.Sprint(r.SessionID), "player_id", "ken", "reason", "draining")
-	stop := e.logs.find("stop", "service", "edge")
+	left := e.Logs.Find("client_disconnected", "session_id", fmt.Sprint(r.SessionID), "player_id", "ken", "reason", "draining")
+	stop := e.Logs.Find("stop", "service", "edge")
 	if left < 0 || stop < 0 || left > stop {
-		t.Fatalf("client_disconnected at %d, stop at %d: want both, in that order\n%s", left, stop, e.logs.dump())
+		t.Fatalf("client_disconnected at %d, stop at %d: want both, in that order\n%s", left, stop, e.Logs.Dump())
 	}
-	if e.logs.find("stop", "service", "spin") < 0 {
+	if e.Logs.Find("stop", "service", "spin") < 0 {
 		t.Fatal("the spin service's stop did not run")
 	}
 	// The probes that found the listener still open were drained too.
-	if got := e.closedTotal("draining"); got < 1 {
+	if got := e.ClosedTotal("draining"); got < 1 {
 		t.Fatalf("draining closes: %v", got)
 	}
 }

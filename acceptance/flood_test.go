@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shieldrpc/shield/client"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // The flood tests run the gateway as a separate process (built without the
@@ -138,7 +139,7 @@ func TestFloodConnections(t *testing.T) {
 	const n = 5000
 	start := time.Now()
 	dialMany(t, game, n)
-	eventually(t, "5,000 sessions", func() bool { return scrape(t, admin, "shield_sessions") >= n })
+	wiretest.Eventually(t, "5,000 sessions", func() bool { return scrape(t, admin, "shield_sessions") >= n })
 	opened := time.Since(start)
 	lat := probe(t, game, "probe")
 	rss := scrape(t, admin, "process_resident_memory_bytes")
@@ -180,7 +181,7 @@ func TestFloodOneConnection(t *testing.T) {
 	}()
 	lat := probe(t, game, "probe")
 	wrote.Wait()
-	eventually(t, "every frame accounted for", func() bool {
+	wiretest.Eventually(t, "every frame accounted for", func() bool {
 		return scrape(t, admin, `shield_edge_dropped_total{reason="rate_limited"}`)+
 			scrape(t, admin, `shield_edge_dropped_total{reason="not_authenticated"}`) >= frames
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // pushes collects the bodies pushed on one route.
@@ -71,7 +72,7 @@ func TestGameOverEveryEnvelope(t *testing.T) {
 			var moved map[string]any
 			call(t, alice, routeMove, map[string]int{"x": 1, "y": 2}, &moved)
 			want := fmt.Sprintf(`{"player_id":"alice-%s","x":1,"y":2}`, env)
-			eventually(t, "bob sees alice move", func() bool { return seen.has(want) })
+			wiretest.Eventually(t, "bob sees alice move", func() bool { return seen.has(want) })
 		})
 	}
 }
@@ -90,9 +91,9 @@ func TestEdgeDrops(t *testing.T) {
 		{routePosition, "direction_rejected"},
 		{routeMove, "not_authenticated"},
 	} {
-		before := g.dropped(tc.reason)
+		before := g.Dropped(tc.reason)
 		expectNoAnswer(t, c, tc.route, map[string]int{"x": 1}, 300*time.Millisecond)
-		if got := g.dropped(tc.reason); got != before+1 {
+		if got := g.Dropped(tc.reason); got != before+1 {
 			t.Errorf("%s: counter %v -> %v, want +1", tc.reason, before, got)
 		}
 	}
@@ -147,8 +148,8 @@ func TestGarbageClosesOnlyItsConnection(t *testing.T) {
 	login(t, good, "frank")
 	// "GET " read as an idlen length is 1.2 GB: too_large, before any
 	// allocation.
-	before := g.protocolErrors("too_large")
-	nc, err := net.Dial("tcp", g.addr("idlen"))
+	before := g.ProtocolErrors("too_large")
+	nc, err := net.Dial("tcp", g.Addr("idlen"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestGarbageClosesOnlyItsConnection(t *testing.T) {
 	if _, err := io.ReadAll(nc); err != nil {
 		t.Fatalf("want the gateway to close the connection, got %v", err)
 	}
-	if got := g.protocolErrors("too_large"); got != before+1 {
+	if got := g.ProtocolErrors("too_large"); got != before+1 {
 		t.Errorf("too_large %v -> %v", before, got)
 	}
 	call(t, good, routeJoinRoom, map[string]string{"room": "r"}, nil)
@@ -170,7 +171,7 @@ func TestGarbageClosesOnlyItsConnection(t *testing.T) {
 // get exactly one answer each.
 func TestPipelinedRequests(t *testing.T) {
 	g := startGame(t, "  max_inflight: 128")
-	nc, err := net.Dial("tcp", g.addr("probe"))
+	nc, err := net.Dial("tcp", g.Addr("probe"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,16 +6,12 @@ package acceptance
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/shieldrpc/shield/bootstrap"
 	"github.com/shieldrpc/shield/client"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // Route ids of the example game (configs/actors.yaml) and of the probe.
@@ -86,7 +82,7 @@ actors:
 
 // game is a running gateway with the example game.
 type game struct {
-	srv *bootstrap.Server
+	*wiretest.Server
 }
 
 // startGame starts the game; sessionYAML holds extra session keys (indented
@@ -94,32 +90,11 @@ type game struct {
 // checked, at cleanup.
 func startGame(t testing.TB, sessionYAML string) *game {
 	t.Helper()
-	before := runtime.NumGoroutine()
 	if sessionYAML == "" {
 		sessionYAML = "  idle_timeout: 60s"
 	}
-	path := filepath.Join(t.TempDir(), "actors.yaml")
-	if err := os.WriteFile(path, []byte(gameConfig(t, sessionYAML)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := bootstrap.Start(ctx, path, bootstrap.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		waitGoroutines(t, before)
-	})
-	return &game{srv: srv}
+	return startCodecGame(t, gameConfig(t, sessionYAML))
 }
-
-func (g *game) addr(listener string) string { return g.srv.Gateway.Addr(listener).String() }
 
 // dial connects a client to a listener (named after its envelope) and
 // closes it at cleanup.
@@ -129,23 +104,7 @@ func (g *game) dial(t testing.TB, listener string) *client.Client {
 	if listener == "probe" {
 		env = "idlen"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := client.Dial(ctx, g.addr(listener), client.Options{Envelope: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// counter reads a labelled counter of the server's metrics.
-func (g *game) dropped(reason string) float64 {
-	return testutil.ToFloat64(g.srv.Metrics.EdgeDropped.WithLabelValues(reason))
-}
-
-func (g *game) protocolErrors(reason string) float64 {
-	return testutil.ToFloat64(g.srv.Metrics.ProtocolErrors.WithLabelValues(reason))
+	return g.dialCodec(t, listener, env)
 }
 
 // call makes a request with a deadline and fails the test on error.
@@ -166,29 +125,5 @@ func expectNoAnswer(t testing.TB, c *client.Client, route uint32, req any, d tim
 	err := c.Call(ctx, route, req, nil)
 	if err != context.DeadlineExceeded {
 		t.Fatalf("route %d: want no answer, got %v", route, err)
-	}
-}
-
-// eventually polls cond until it holds or 5 s pass.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func waitGoroutines(t testing.TB, before int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Errorf("leaked goroutines: %d before, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }

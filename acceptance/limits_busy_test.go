@@ -8,6 +8,7 @@ import (
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // TestMaxInflight: with max_inflight 1 and a handler that sleeps, a second
@@ -17,15 +18,15 @@ import (
 func TestMaxInflight(t *testing.T) {
 	e := startEdge(t, "  max_inflight: 1")
 	w := e.raw(t, "idlen")
-	busyBefore, hitBefore := e.dropped("busy"), e.limitHit("max_inflight")
+	busyBefore, hitBefore := e.Dropped("busy"), e.LimitHits("max_inflight")
 
-	w.send(
+	w.Send(
 		envelope.Frame{Kind: envelope.Request, RouteID: rSleep, RequestID: 1, Body: []byte(`{"ms":300}`)},
 		envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: 2, Body: []byte(`2`)},
 		envelope.Frame{Kind: envelope.Notify, RouteID: rMark, Body: []byte(`{"v":"while-busy"}`)},
 	)
 	// idlen errors are on route 0 with the request's id.
-	f := w.expect(envelope.Frame{Kind: envelope.Error, RequestID: 2, Code: string(codes.Busy)})
+	f := w.Expect(envelope.Frame{Kind: envelope.Error, RequestID: 2, Code: string(codes.Busy)})
 	if f.RouteID != 0 {
 		t.Fatalf("idlen error on route %d", f.RouteID)
 	}
@@ -33,24 +34,24 @@ func TestMaxInflight(t *testing.T) {
 	other := e.client(t, "idlen")
 	call(t, other, rEcho, 7, nil)
 
-	w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rSleep, RequestID: 1})
-	w.send(envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: 3, Body: []byte(`3`)})
-	w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rEcho, RequestID: 3, Body: []byte(`3`)})
+	w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rSleep, RequestID: 1})
+	w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: 3, Body: []byte(`3`)})
+	w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rEcho, RequestID: 3, Body: []byte(`3`)})
 	if hasMark(marksOf(t, w, 4), "while-busy") {
 		t.Fatal("the notify over max_inflight ran")
 	}
-	if got := e.dropped("busy") - busyBefore; got != 2 {
+	if got := e.Dropped("busy") - busyBefore; got != 2 {
 		t.Fatalf("busy drops %v, want 2 (the request and the notify)", got)
 	}
-	if got := e.limitHit("max_inflight") - hitBefore; got != 2 {
+	if got := e.LimitHits("max_inflight") - hitBefore; got != 2 {
 		t.Fatalf("max_inflight hits %v, want 2", got)
 	}
 	// A notify counts while its handler runs too: after it, the slot is
 	// free again.
-	w.send(envelope.Frame{Kind: envelope.Notify, RouteID: rMark, Body: []byte(`{"v":"after"}`)})
-	eventually(t, "the notify ran and freed its slot", func() bool {
-		w.send(envelope.Frame{Kind: envelope.Request, RouteID: rMarks, RequestID: 5})
-		f, err := w.next()
+	w.Send(envelope.Frame{Kind: envelope.Notify, RouteID: rMark, Body: []byte(`{"v":"after"}`)})
+	wiretest.Eventually(t, "the notify ran and freed its slot", func() bool {
+		w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rMarks, RequestID: 5})
+		f, err := w.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,9 +65,9 @@ func TestMaxInflight(t *testing.T) {
 func TestMailboxFull(t *testing.T) {
 	e := startEdge(t, "")
 	w := e.raw(t, "spin")
-	busyBefore, hitBefore := e.dropped("busy"), e.limitHit("mailbox")
+	busyBefore, hitBefore := e.Dropped("busy"), e.LimitHits("mailbox")
 	started := time.Now()
-	w.send(
+	w.Send(
 		envelope.Frame{Kind: envelope.Request, RouteID: rSpin, RequestID: 1, Body: []byte(`{"ms":1000}`)},
 		envelope.Frame{Kind: envelope.Request, RouteID: rSpin, RequestID: 2, Body: []byte(`{"ms":0}`)},
 		envelope.Frame{Kind: envelope.Request, RouteID: rSpin, RequestID: 3, Body: []byte(`{"ms":0}`)},
@@ -77,9 +78,9 @@ func TestMailboxFull(t *testing.T) {
 	busy := map[uint64]bool{}
 	answered := map[uint64]bool{}
 	for len(answered) < 3 {
-		f, err := w.next()
+		f, err := w.Next()
 		if err != nil {
-			t.Fatalf("%v; seen %v", err, w.seen)
+			t.Fatalf("%v; seen %v", err, w.Seen)
 		}
 		answered[f.RequestID] = true
 		switch {
@@ -90,16 +91,16 @@ func TestMailboxFull(t *testing.T) {
 			busy[f.RequestID] = true
 		case f.Kind == envelope.Response && f.RequestID != 3:
 		default:
-			t.Fatalf("unexpected frame; seen %v", w.seen)
+			t.Fatalf("unexpected frame; seen %v", w.Seen)
 		}
 	}
 	if !busy[3] || busy[1] {
 		t.Fatalf("busy %v: want 3 busy, 1 served", busy)
 	}
-	eventually(t, "busy counted", func() bool {
-		return e.dropped("busy")-busyBefore == float64(len(busy)+1) && e.limitHit("mailbox")-hitBefore == float64(len(busy)+1)
+	wiretest.Eventually(t, "busy counted", func() bool {
+		return e.Dropped("busy")-busyBefore == float64(len(busy)+1) && e.LimitHits("mailbox")-hitBefore == float64(len(busy)+1)
 	})
-	w.expectNothing(100 * time.Millisecond)
+	w.ExpectNothing(100 * time.Millisecond)
 }
 
 // note is a push of the note route as the test clients see it.
@@ -133,18 +134,18 @@ func TestSlowConsumer(t *testing.T) {
 
 	// The slow one logs in and joins, then stops reading.
 	slow := e.raw(t, "idlen")
-	if err := slow.nc.(interface{ SetReadBuffer(int) error }).SetReadBuffer(4096); err != nil {
+	if err := slow.NC.(interface{ SetReadBuffer(int) error }).SetReadBuffer(4096); err != nil {
 		t.Fatal(err)
 	}
-	slow.send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 1, Body: []byte(`{"user":"slow"}`)})
+	slow.Send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 1, Body: []byte(`{"user":"slow"}`)})
 	var slowRef ref
-	if err := json.Unmarshal(slow.expect(envelope.Frame{Kind: envelope.Response, RequestID: 1}).Body, &slowRef); err != nil {
+	if err := json.Unmarshal(slow.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1}).Body, &slowRef); err != nil {
 		t.Fatal(err)
 	}
-	slow.send(envelope.Frame{Kind: envelope.Request, RouteID: rJoin, RequestID: 2})
-	slow.expect(envelope.Frame{Kind: envelope.Response, RequestID: 2})
+	slow.Send(envelope.Frame{Kind: envelope.Request, RouteID: rJoin, RequestID: 2})
+	slow.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 2})
 
-	fullBefore := e.egressRejected("queue_full")
+	fullBefore := e.EgressRejected("queue_full")
 	type result struct {
 		Sent  int            `json:"sent"`
 		Codes map[string]int `json:"codes"`
@@ -164,7 +165,7 @@ func TestSlowConsumer(t *testing.T) {
 	}()
 
 	// Once the slow one's queue is full, broadcast to the room.
-	eventually(t, "the slow consumer's queue full", func() bool { return e.egressRejected("queue_full") > fullBefore })
+	wiretest.Eventually(t, "the slow consumer's queue full", func() bool { return e.EgressRejected("queue_full") > fullBefore })
 	var b struct {
 		Accepted int               `json:"accepted"`
 		Rejected map[string]string `json:"rejected"`
@@ -198,11 +199,11 @@ func TestSlowConsumer(t *testing.T) {
 	if r.Last != string(codes.SessionNotFound) || r.Codes[string(codes.QueueFull)] == 0 {
 		t.Fatalf("flood: %+v, want queue_full refusals, then session_not_found once closed", r)
 	}
-	eventually(t, "slow_consumer counted", func() bool {
-		return e.closedTotal("slow_consumer") == 1 && e.limitHit("slow_consumer") == 1
+	wiretest.Eventually(t, "slow_consumer counted", func() bool {
+		return e.ClosedTotal("slow_consumer") == 1 && e.LimitHits("slow_consumer") == 1
 	})
-	e.logs.waitFor(t, "client_disconnected", "player_id", "slow", "reason", "slow_consumer")
-	if n := e.logs.count("client_disconnected"); n != 1 {
+	e.Logs.WaitFor(t, "client_disconnected", "player_id", "slow", "reason", "slow_consumer")
+	if n := e.Logs.Count("client_disconnected"); n != 1 {
 		t.Fatalf("%d sessions left; only the slow one should have", n)
 	}
 }
@@ -219,14 +220,14 @@ func TestPipelinedAnswersSmallQueue(t *testing.T) {
 		frames = append(frames, envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: id, Body: []byte(`1`)})
 	}
 	for round := 0; round < 5; round++ {
-		w.send(frames...)
+		w.Send(frames...)
 		for i := 0; i < len(frames); i++ {
-			if f, err := w.next(); err != nil || f.Kind != envelope.Response {
-				t.Fatalf("round %d, after %d answers: %v (slow_consumer closes: %v)", round, i, err, e.closedTotal("slow_consumer"))
+			if f, err := w.Next(); err != nil || f.Kind != envelope.Response {
+				t.Fatalf("round %d, after %d answers: %v (slow_consumer closes: %v)", round, i, err, e.ClosedTotal("slow_consumer"))
 			}
 		}
 	}
-	if e.closedTotal("slow_consumer") != 0 {
+	if e.ClosedTotal("slow_consumer") != 0 {
 		t.Fatal("a reading client was closed as a slow consumer")
 	}
 }
@@ -240,28 +241,28 @@ func TestAnswerBehindFullQueue(t *testing.T) {
 	pusher := e.client(t, "idlen")
 	loginAs(t, pusher, "pusher")
 	w := e.raw(t, "idlen")
-	w.send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 1, Body: []byte(`{"user":"reader"}`)})
+	w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 1, Body: []byte(`{"user":"reader"}`)})
 	var v ref
-	if err := json.Unmarshal(w.expect(envelope.Frame{Kind: envelope.Response, RequestID: 1}).Body, &v); err != nil {
+	if err := json.Unmarshal(w.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1}).Body, &v); err != nil {
 		t.Fatal(err)
 	}
 	// Push until the socket's buffers are full and the write loop is
 	// stuck: then a whole batch of pushes finds the queue full.
-	eventually(t, "the queue full and staying so", func() bool {
+	wiretest.Eventually(t, "the queue full and staying so", func() bool {
 		res := pushTo(t, pusher, v, map[string]any{"size": 64 << 10, "count": 50, "pause": 1, "stop": "never"})
 		return res.Sent == 0 && res.Codes[string(codes.QueueFull)] == 50
 	})
 	// The request goes in (we can still write); its answer comes back
 	// to a full queue.
-	w.send(envelope.Frame{Kind: envelope.Request, RouteID: rSleep, RequestID: 2, Body: []byte(`{"ms":10}`)})
-	sleeps := func() float64 { return requestsTotal(e, "edge", "sleep", "ok") }
-	eventually(t, "the sleep answered", func() bool { return sleeps() == 1 })
+	w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rSleep, RequestID: 2, Body: []byte(`{"ms":10}`)})
+	sleeps := func() float64 { return e.RequestsTotal("edge", "sleep", "ok") }
+	wiretest.Eventually(t, "the sleep answered", func() bool { return sleeps() == 1 })
 
 	// Now read: every push, then the answer, and the session lives.
 	for {
-		f, err := w.next()
+		f, err := w.Next()
 		if err != nil {
-			t.Fatalf("the session ended before its answer: %v (slow_consumer closes: %v)", err, e.closedTotal("slow_consumer"))
+			t.Fatalf("the session ended before its answer: %v (slow_consumer closes: %v)", err, e.ClosedTotal("slow_consumer"))
 		}
 		if f.Kind == envelope.Response && f.RequestID == 2 {
 			break
@@ -270,6 +271,6 @@ func TestAnswerBehindFullQueue(t *testing.T) {
 			t.Fatalf("unexpected frame %v", f.Kind)
 		}
 	}
-	w.send(envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: 3, Body: []byte(`3`)})
-	w.expect(envelope.Frame{Kind: envelope.Response, RequestID: 3})
+	w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: 3, Body: []byte(`3`)})
+	w.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 3})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // TestRateLimit: with rate_limit 5/s and a burst of 5, a burst of twenty
@@ -18,18 +19,18 @@ import (
 func TestRateLimit(t *testing.T) {
 	e := startEdge(t, "  rate_limit: {per_second: 5, burst: 5}")
 	w := e.raw(t, "typelen")
-	droppedBefore, hitBefore := e.dropped("rate_limited"), e.limitHit("rate_limit")
+	droppedBefore, hitBefore := e.Dropped("rate_limited"), e.LimitHits("rate_limit")
 
 	var burst []envelope.Frame
 	for id := uint64(1); id <= 20; id++ {
 		burst = append(burst, envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: id, Body: []byte(fmt.Sprint(id))})
 	}
-	w.send(burst...)
+	w.Send(burst...)
 	answered, limited := map[uint64]bool{}, 0
 	for len(answered) < 20 {
-		f, err := w.next()
+		f, err := w.Next()
 		if err != nil {
-			t.Fatalf("after %d answers: %v; seen %v", len(answered), err, w.seen)
+			t.Fatalf("after %d answers: %v; seen %v", len(answered), err, w.Seen)
 		}
 		if answered[f.RequestID] {
 			t.Fatalf("request %d answered twice", f.RequestID)
@@ -43,31 +44,31 @@ func TestRateLimit(t *testing.T) {
 			}
 			limited++
 		default:
-			t.Fatalf("unexpected frame; seen %v", w.seen)
+			t.Fatalf("unexpected frame; seen %v", w.Seen)
 		}
 	}
 	// The burst is written at once: at most a token or two refill meanwhile.
 	if limited < 13 {
 		t.Fatalf("only %d of 20 requests limited", limited)
 	}
-	eventually(t, "limited requests counted", func() bool {
-		return e.dropped("rate_limited") == droppedBefore+float64(limited) && e.limitHit("rate_limit") >= hitBefore+float64(limited)
+	wiretest.Eventually(t, "limited requests counted", func() bool {
+		return e.Dropped("rate_limited") == droppedBefore+float64(limited) && e.LimitHits("rate_limit") >= hitBefore+float64(limited)
 	})
 
 	// Notifies over the limit: no answer, no handler, counted.
-	droppedBefore = e.dropped("rate_limited")
+	droppedBefore = e.Dropped("rate_limited")
 	var notifies []envelope.Frame
 	for i := 0; i < 10; i++ {
 		notifies = append(notifies, envelope.Frame{Kind: envelope.Notify, RouteID: rMark, Body: []byte(fmt.Sprintf(`{"v":"flood-%d"}`, i))})
 	}
-	w.send(notifies...)
-	w.expectNothing(200 * time.Millisecond)
+	w.Send(notifies...)
+	w.ExpectNothing(200 * time.Millisecond)
 	// After a second the bucket has tokens again: ask what ran.
 	var marks []any
-	eventually(t, "the bucket refilled", func() bool {
+	wiretest.Eventually(t, "the bucket refilled", func() bool {
 		time.Sleep(100 * time.Millisecond)
-		w.send(envelope.Frame{Kind: envelope.Request, RouteID: rMarks, RequestID: 100})
-		f, err := w.next()
+		w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rMarks, RequestID: 100})
+		f, err := w.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +87,7 @@ func TestRateLimit(t *testing.T) {
 	if ran > 2 {
 		t.Fatalf("%d of 10 notifies over the limit ran", ran)
 	}
-	if got := e.dropped("rate_limited") - droppedBefore; got < float64(10-ran) {
+	if got := e.Dropped("rate_limited") - droppedBefore; got < float64(10-ran) {
 		t.Fatalf("%v notifies counted as rate_limited, want at least %d", got, 10-ran)
 	}
 }
@@ -152,8 +153,8 @@ func TestRateLimitFlood(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("not closed after the notice")
 	}
-	e.logs.waitFor(t, "client_disconnected", "session_id", fmt.Sprint(r.SessionID), "player_id", "flooder", "reason", "rate_limited")
-	eventually(t, "rate_limited close counted", func() bool { return e.closedTotal("rate_limited") == 1 })
+	e.Logs.WaitFor(t, "client_disconnected", "session_id", fmt.Sprint(r.SessionID), "player_id", "flooder", "reason", "rate_limited")
+	wiretest.Eventually(t, "rate_limited close counted", func() bool { return e.ClosedTotal("rate_limited") == 1 })
 	// Nobody else was affected.
 	call(t, other, rEcho, 1, nil)
 }

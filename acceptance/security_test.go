@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // TestBodyNeverRoutes: route ids, route names and player ids inside a body
@@ -38,7 +39,7 @@ func TestBodyNeverRoutes(t *testing.T) {
 	c.OnPush(routePosition, seen.add)
 	call(t, c, routeJoinRoom, map[string]string{"room": "sec"}, nil)
 	call(t, c, routeMove, map[string]any{"x": 5, "y": 6, "player_id": "admin"}, nil)
-	eventually(t, "the push names grace", func() bool { return seen.has(`{"player_id":"grace","x":5,"y":6}`) })
+	wiretest.Eventually(t, "the push names grace", func() bool { return seen.has(`{"player_id":"grace","x":5,"y":6}`) })
 }
 
 // TestForgedRefsRejected: a ClientRef built by hand in Lua reaches nobody
@@ -81,7 +82,7 @@ func TestForgedRefsRejected(t *testing.T) {
 	if got.Result != true {
 		t.Fatalf("current ref: %v", got.Result)
 	}
-	eventually(t, "the one accepted push", func() bool { return pushed.has(`{"forged":true}`) })
+	wiretest.Eventually(t, "the one accepted push", func() bool { return pushed.has(`{"forged":true}`) })
 	pushed.mu.Lock()
 	n := len(pushed.bodies)
 	pushed.mu.Unlock()

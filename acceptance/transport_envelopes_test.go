@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // wireMarks asks the edge service, over any transport, what mark notifies
 // it recorded.
 func wireMarks(t testing.TB, w frameWire, rid uint64) []any {
 	t.Helper()
-	w.send(envelope.Frame{Kind: envelope.Request, RouteID: rMarks, RequestID: rid})
-	f := w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rMarks, RequestID: rid})
+	w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rMarks, RequestID: rid})
+	f := w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rMarks, RequestID: rid})
 	var got struct{ Marks []any }
 	if err := json.Unmarshal(f.Body, &got); err != nil {
 		t.Fatalf("marks %s: %v", f.Body, err)
@@ -32,33 +33,33 @@ func TestTransportEnvelopes(t *testing.T) {
 	for _, l := range everyTransport() {
 		t.Run(l.name(), func(t *testing.T) {
 			w := s.wire(t, l.name())
-			w.send(envelope.Frame{Kind: envelope.Heartbeat})
-			w.expect(envelope.Frame{Kind: envelope.Heartbeat})
+			w.Send(envelope.Frame{Kind: envelope.Heartbeat})
+			w.Expect(envelope.Frame{Kind: envelope.Heartbeat})
 
 			v := "n-" + l.name()
-			w.send(envelope.Frame{Kind: envelope.Notify, RouteID: rMark, Body: []byte(fmt.Sprintf(`{"v":%q}`, v))})
-			s.logs.waitFor(t, "mark", "v", fmt.Sprintf(`{"v":%q}`, v))
+			w.Send(envelope.Frame{Kind: envelope.Notify, RouteID: rMark, Body: []byte(fmt.Sprintf(`{"v":%q}`, v))})
+			s.Logs.WaitFor(t, "mark", "v", fmt.Sprintf(`{"v":%q}`, v))
 			if marks := wireMarks(t, w, 1); !hasMark(marks, v) {
 				t.Fatalf("marks %v lack %q", marks, v)
 			}
 
-			w.send(envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: 2, Body: []byte(`{"a":[1,2]}`)})
-			f := w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rEcho, RequestID: 2})
+			w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rEcho, RequestID: 2, Body: []byte(`{"a":[1,2]}`)})
+			f := w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rEcho, RequestID: 2})
 			if !sameJSON(t, f.Body, []byte(`{"a":[1,2]}`)) {
 				t.Fatalf("echo %s", f.Body)
 			}
 
-			before := s.dropped("route_not_found")
-			w.send(envelope.Frame{Kind: envelope.Request, RouteID: 4242, RequestID: 3, Body: []byte(`{}`)})
-			eventually(t, "route_not_found counted", func() bool { return s.dropped("route_not_found") == before+1 })
-			w.expectNothing(100 * time.Millisecond)
+			before := s.Dropped("route_not_found")
+			w.Send(envelope.Frame{Kind: envelope.Request, RouteID: 4242, RequestID: 3, Body: []byte(`{}`)})
+			wiretest.Eventually(t, "route_not_found counted", func() bool { return s.Dropped("route_not_found") == before+1 })
+			w.ExpectNothing(100 * time.Millisecond)
 
 			// A route that needs a login, after one: the session is the
 			// same whatever the transport.
-			w.send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 4, Body: []byte(`{"user":"u-` + l.name() + `"}`)})
-			w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rLogin, RequestID: 4})
-			w.send(envelope.Frame{Kind: envelope.Request, RouteID: rJoin, RequestID: 5, Body: []byte(`{}`)})
-			w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rJoin, RequestID: 5})
+			w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rLogin, RequestID: 4, Body: []byte(`{"user":"u-` + l.name() + `"}`)})
+			w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rLogin, RequestID: 4})
+			w.Send(envelope.Frame{Kind: envelope.Request, RouteID: rJoin, RequestID: 5, Body: []byte(`{}`)})
+			w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rJoin, RequestID: 5})
 		})
 	}
 }
@@ -112,7 +113,7 @@ func TestGameOverEveryTransport(t *testing.T) {
 			}
 			call(t, alice, routeMove, map[string]int{"x": 3, "y": 4}, nil)
 			want := fmt.Sprintf(`{"player_id":"alice-%s","x":3,"y":4}`, l.name())
-			eventually(t, "bob sees alice move", func() bool { return seen.has(want) })
+			wiretest.Eventually(t, "bob sees alice move", func() bool { return seen.has(want) })
 		})
 	}
 }

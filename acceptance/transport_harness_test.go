@@ -1,26 +1,20 @@
 package acceptance
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
-	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/shieldrpc/shield/bootstrap"
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/envelope"
 	"github.com/shieldrpc/shield/internal/testcerts"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // The transport tests run the edge service (testdata/limits.lua) or the
@@ -118,9 +112,7 @@ func startTransportGame(t testing.TB, ls ...tlistener) *tserver {
 
 func startTransport(t testing.TB, entry string, config func(listeners string) string, ls []tlistener) *tserver {
 	t.Helper()
-	before := runtime.NumGoroutine()
-	dir := t.TempDir()
-	certs, err := testcerts.Generate(dir)
+	certs, err := testcerts.Generate(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,27 +122,7 @@ func startTransport(t testing.TB, entry string, config func(listeners string) st
 		yaml.WriteString(l.yaml(entry, certs))
 		s.listeners[l.name()] = l
 	}
-	path := filepath.Join(dir, "transport.yaml")
-	if err := os.WriteFile(path, []byte(config(yaml.String())), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := &logSink{}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := bootstrap.Start(ctx, path, bootstrap.Options{Logger: slog.New(logs)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.edgeServer = &edgeServer{srv: srv, logs: logs}
-	t.Cleanup(func() {
-		if err := s.stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		waitGoroutines(t, before)
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.dump())
-		}
-	})
+	s.edgeServer = &edgeServer{wiretest.Start(t, "transport.yaml", config(yaml.String()), nil)}
 	return s
 }
 
@@ -187,7 +159,7 @@ func (s *tserver) dialWith(t testing.TB, name string, o client.Options) (*client
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	c, err := client.Dial(ctx, s.addr(name), o)
+	c, err := client.Dial(ctx, s.Addr(name), o)
 	if err == nil {
 		t.Cleanup(func() { c.Close() })
 	}
@@ -207,10 +179,10 @@ func (s *tserver) dial(t testing.TB, name string) *client.Client {
 // frameWire is a raw connection read and written as a transcript, whatever
 // its transport: *transcript over tcp and tls, *wsTranscript over ws.
 type frameWire interface {
-	send(frames ...envelope.Frame)
-	expect(want envelope.Frame) envelope.Frame
-	expectNothing(d time.Duration)
-	expectClosed()
+	Send(frames ...envelope.Frame)
+	Expect(want envelope.Frame) envelope.Frame
+	ExpectNothing(d time.Duration)
+	ExpectClosed()
 }
 
 // wire opens a raw transcript on a listener, closed at cleanup.
@@ -220,22 +192,20 @@ func (s *tserver) wire(t testing.TB, name string) frameWire {
 	if l.ws() {
 		return s.wsWire(t, name, nil)
 	}
-	codec, err := envelope.New(l.envelope, envelope.FromServer, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec := wiretest.Codec(t, l.envelope)
 	var nc net.Conn
+	var err error
 	if l.tls() {
 		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: patience}, Config: s.clientTLS(t)}
-		nc, err = d.Dial("tcp", s.addr(name))
+		nc, err = d.Dial("tcp", s.Addr(name))
 	} else {
-		nc, err = net.DialTimeout("tcp", s.addr(name), patience)
+		nc, err = net.DialTimeout("tcp", s.Addr(name), patience)
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	return &transcript{t: t, name: name, nc: nc, br: bufio.NewReader(nc), codec: codec}
+	return wiretest.NewConn(t, name, nc, codec)
 }
 
 // wsWire upgrades at the listener's /ws with extra headers (an Origin).
@@ -252,10 +222,7 @@ func (s *tserver) wsWire(t testing.TB, name string, header map[string]string) *w
 func (s *tserver) tryWS(t testing.TB, name string, header map[string]string) (*wsTranscript, error) {
 	t.Helper()
 	l := s.listeners[name]
-	codec, err := envelope.New(l.envelope, envelope.FromServer, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec := wiretest.Codec(t, l.envelope)
 	scheme, tr := "ws", &httpTransport{}
 	if l.tls() {
 		scheme, tr.tls = "wss", s.clientTLS(t)
@@ -269,7 +236,7 @@ func (s *tserver) tryWS(t testing.TB, name string, header map[string]string) (*w
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, scheme+"://"+s.addr(name)+"/ws", opts)
+	ws, resp, err := websocket.Dial(ctx, scheme+"://"+s.Addr(name)+"/ws", opts)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
@@ -285,24 +252,3 @@ func (s *tserver) tryWS(t testing.TB, name string, header map[string]string) (*w
 	t.Cleanup(w.close)
 	return w, nil
 }
-
-// protocolErrors reads shield_protocol_errors_total{reason}.
-func (s *tserver) protocolErrors(t testing.TB, reason string) float64 {
-	return testutil.ToFloat64(s.srv.Metrics.ProtocolErrors.WithLabelValues(reason))
-}
-
-// limitHits reads shield_limits_hit_total{limit}.
-func (s *tserver) limitHits(limit string) float64 {
-	return testutil.ToFloat64(s.srv.Metrics.LimitsHit.WithLabelValues(limit))
-}
-
-func mustCodec(t testing.TB, env string) envelope.Codec {
-	t.Helper()
-	codec, err := envelope.New(env, envelope.FromServer, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return codec
-}
-
-func newReader(nc net.Conn) *bufio.Reader { return bufio.NewReader(nc) }

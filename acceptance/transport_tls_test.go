@@ -11,6 +11,7 @@ import (
 
 	"github.com/shieldrpc/shield/envelope"
 	"github.com/shieldrpc/shield/internal/testcerts"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // TestMutualTLS: with client_ca_file, a client certificate the CA signed
@@ -58,7 +59,7 @@ func TestMutualTLS(t *testing.T) {
 				}
 				t.Logf("%s: %v", what, err)
 			}
-			if n := s.srv.Gateway.Sessions().Len(); n != 1 {
+			if n := s.Srv.Gateway.Sessions().Len(); n != 1 {
 				t.Fatalf("%d sessions, want only the good client's", n)
 			}
 		})
@@ -72,19 +73,18 @@ func TestTLSVersions(t *testing.T) {
 	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
 		cfg := s.clientTLS(t)
 		cfg.MinVersion, cfg.MaxVersion = v, v
-		tc, err := tls.Dial("tcp", s.addr("tls_idlen"), cfg)
+		tc, err := tls.Dial("tcp", s.Addr("tls_idlen"), cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", tls.VersionName(v), err)
 		}
-		w := &transcript{t: t, name: tls.VersionName(v), nc: tc, codec: mustCodec(t, "idlen")}
-		w.br = newReader(tc)
-		w.write([]byte{0, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0}) // an idlen heartbeat, byte for byte
-		w.expect(envelope.Frame{Kind: envelope.Heartbeat})
+		w := wiretest.NewConn(t, tls.VersionName(v), tc, wiretest.Codec(t, "idlen"))
+		w.Write([]byte{0, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0}) // an idlen heartbeat, byte for byte
+		w.Expect(envelope.Frame{Kind: envelope.Heartbeat})
 		tc.Close()
 	}
 	cfg := s.clientTLS(t)
 	cfg.MinVersion, cfg.MaxVersion = tls.VersionTLS10, tls.VersionTLS11
-	if tc, err := tls.Dial("tcp", s.addr("tls_idlen"), cfg); err == nil {
+	if tc, err := tls.Dial("tcp", s.Addr("tls_idlen"), cfg); err == nil {
 		tc.Close()
 		t.Fatal("a TLS 1.1 handshake succeeded")
 	}
@@ -116,14 +116,14 @@ func TestHandshakeTimeout(t *testing.T) {
 			name += "/after_tls"
 		}
 		t.Run(name, func(t *testing.T) {
-			hits := s.limitHits("handshake_timeout")
+			hits := s.LimitHits("handshake_timeout")
 			start := time.Now()
 			var nc net.Conn
 			var err error
 			if tc.tls {
-				nc, err = tls.Dial("tcp", s.addr(tc.listener), s.clientTLS(t))
+				nc, err = tls.Dial("tcp", s.Addr(tc.listener), s.clientTLS(t))
 			} else {
-				nc, err = net.Dial("tcp", s.addr(tc.listener))
+				nc, err = net.Dial("tcp", s.Addr(tc.listener))
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -131,7 +131,7 @@ func TestHandshakeTimeout(t *testing.T) {
 			defer nc.Close()
 			// The silent connection holds the only slot: another is
 			// refused at accept.
-			eventually(t, "the slot taken", func() bool { return refusedNow(t, s.addr("tls_idlen")) })
+			wiretest.Eventually(t, "the slot taken", func() bool { return refusedNow(t, s.Addr("tls_idlen")) })
 
 			nc.SetReadDeadline(time.Now().Add(patience))
 			_, err = io.ReadAll(nc)
@@ -142,17 +142,17 @@ func TestHandshakeTimeout(t *testing.T) {
 			if took < timeout-50*time.Millisecond || took > timeout+3*time.Second {
 				t.Fatalf("closed after %v, want about %v", took, timeout)
 			}
-			eventually(t, "handshake_timeout counted", func() bool { return s.limitHits("handshake_timeout") == hits+1 })
+			wiretest.Eventually(t, "handshake_timeout counted", func() bool { return s.LimitHits("handshake_timeout") == hits+1 })
 
 			// The slot is free again.
 			c := s.dial(t, tc.listener)
 			var got json2
 			call(t, c, rEcho, map[string]int{"n": 1}, &got)
 			c.Close()
-			eventually(t, "the session gone", func() bool { return s.srv.Gateway.Sessions().Len() == 0 })
+			wiretest.Eventually(t, "the session gone", func() bool { return s.Srv.Gateway.Sessions().Len() == 0 })
 		})
 	}
-	if n := s.srv.Gateway.Sessions().Len(); n != 0 {
+	if n := s.Srv.Gateway.Sessions().Len(); n != 0 {
 		t.Fatalf("%d sessions left", n)
 	}
 }

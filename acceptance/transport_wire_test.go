@@ -69,8 +69,8 @@ func (w *wsTranscript) close() {
 	}
 }
 
-// send writes each frame as one message of the envelope's type.
-func (w *wsTranscript) send(frames ...envelope.Frame) {
+// Send writes each frame as one message of the envelope's type.
+func (w *wsTranscript) Send(frames ...envelope.Frame) {
 	w.t.Helper()
 	for i := range frames {
 		msg, err := w.codec.AppendMessage(nil, &frames[i])
@@ -101,8 +101,8 @@ func (w *wsTranscript) next(d time.Duration) (wsMessage, bool) {
 	}
 }
 
-// expect reads the next message, decodes it and checks it as transcript does.
-func (w *wsTranscript) expect(want envelope.Frame) envelope.Frame {
+// Expect reads the next message, decodes it and checks it as transcript does.
+func (w *wsTranscript) Expect(want envelope.Frame) envelope.Frame {
 	w.t.Helper()
 	m, ok := w.next(patience)
 	switch {
@@ -126,17 +126,17 @@ func (w *wsTranscript) expect(want envelope.Frame) envelope.Frame {
 	return f
 }
 
-// expectNothing checks that no message arrives within d.
-func (w *wsTranscript) expectNothing(d time.Duration) {
+// ExpectNothing checks that no message arrives within d.
+func (w *wsTranscript) ExpectNothing(d time.Duration) {
 	w.t.Helper()
 	if m, ok := w.next(d); ok {
 		w.t.Fatalf("%s: want nothing for %v, got %v %q (error %v); seen %v", w.name, d, m.typ, m.msg, m.err, w.seen)
 	}
 }
 
-// expectClosed checks that the connection ends with no message before,
+// ExpectClosed checks that the connection ends with no message before,
 // and keeps the error (a close frame's status) for expectStatus.
-func (w *wsTranscript) expectClosed() {
+func (w *wsTranscript) ExpectClosed() {
 	w.t.Helper()
 	m, ok := w.next(patience)
 	switch {

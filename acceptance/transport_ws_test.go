@@ -16,6 +16,7 @@ import (
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // idlenMessage is an idlen frame as a WebSocket message carries it: the
@@ -48,17 +49,17 @@ func TestWSMessageLimit(t *testing.T) {
 			if err := w.writeMessage(websocket.MessageBinary, full); err != nil {
 				t.Fatal(err)
 			}
-			f := w.expect(envelope.Frame{Kind: envelope.Response, RouteID: rEcho, RequestID: 1})
+			f := w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: rEcho, RequestID: 1})
 			if len(f.Body) != max-envelope.IdlenHeaderSize {
 				t.Fatalf("echo of %d bytes", len(f.Body))
 			}
 
-			n0 := s.protocolErrors(t, "too_large")
+			n0 := s.ProtocolErrors("too_large")
 			over := idlenMessage(rEcho, 2, jsonString(max-envelope.IdlenHeaderSize+1))
 			_ = w.writeMessage(websocket.MessageBinary, over) // the gateway may close before it is all sent
-			w.expectClosed()
+			w.ExpectClosed()
 			w.expectStatus(websocket.StatusMessageTooBig)
-			eventually(t, "too_large counted", func() bool { return s.protocolErrors(t, "too_large") == n0+1 })
+			wiretest.Eventually(t, "too_large counted", func() bool { return s.ProtocolErrors("too_large") == n0+1 })
 
 			var got json2
 			call(t, bystander, rEcho, map[string]int{"still": 1}, &got)
@@ -77,7 +78,7 @@ func TestWSHugeMessageBuffersNothing(t *testing.T) {
 	huge := idlenMessage(rEcho, 1, make([]byte, 64<<20))
 	werr := make(chan error, 1)
 	go func() { werr <- w.writeMessage(websocket.MessageBinary, huge) }()
-	w.expectClosed()
+	w.ExpectClosed()
 	w.expectStatus(websocket.StatusMessageTooBig)
 	select {
 	case err := <-werr:
@@ -103,13 +104,13 @@ func TestWSMessageType(t *testing.T) {
 	} {
 		t.Run(tc.listener, func(t *testing.T) {
 			w := s.wsWire(t, tc.listener, nil)
-			n0 := s.protocolErrors(t, "bad_type")
+			n0 := s.ProtocolErrors("bad_type")
 			if err := w.writeMessage(tc.typ, tc.msg); err != nil {
 				t.Fatal(err)
 			}
-			w.expectClosed()
+			w.ExpectClosed()
 			w.expectStatus(websocket.StatusUnsupportedData)
-			eventually(t, "bad_type counted", func() bool { return s.protocolErrors(t, "bad_type") == n0+1 })
+			wiretest.Eventually(t, "bad_type counted", func() bool { return s.ProtocolErrors("bad_type") == n0+1 })
 		})
 	}
 }
@@ -132,7 +133,7 @@ func TestWSEnvelopeErrors(t *testing.T) {
 	} {
 		t.Run(tc.listener+"/"+tc.reason, func(t *testing.T) {
 			w := s.wsWire(t, tc.listener, nil)
-			n0 := s.protocolErrors(t, tc.reason)
+			n0 := s.ProtocolErrors(tc.reason)
 			typ := websocket.MessageBinary
 			if tc.listener == "ws_delimiter" {
 				typ = websocket.MessageText
@@ -140,9 +141,9 @@ func TestWSEnvelopeErrors(t *testing.T) {
 			if err := w.writeMessage(typ, tc.msg); err != nil {
 				t.Fatal(err)
 			}
-			w.expectClosed()
+			w.ExpectClosed()
 			w.expectStatus(websocket.StatusPolicyViolation)
-			eventually(t, tc.reason+" counted", func() bool { return s.protocolErrors(t, tc.reason) == n0+1 })
+			wiretest.Eventually(t, tc.reason+" counted", func() bool { return s.ProtocolErrors(tc.reason) == n0+1 })
 		})
 	}
 }
@@ -156,7 +157,7 @@ func TestWSPathAndOrigin(t *testing.T) {
 		tlistener{transport: "ws", envelope: "idlen", extra: `allowed_origins: ["http://game.example", "https://game.example:8443"]`},
 		tlistener{transport: "ws", envelope: "delimiter"})
 
-	resp, err := http.Get("http://" + s.addr("ws_idlen") + "/other")
+	resp, err := http.Get("http://" + s.Addr("ws_idlen") + "/other")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestWSPathAndOrigin(t *testing.T) {
 			t.Errorf("%s origin %q: %v, want HTTP %d", tc.listener, tc.origin, err, tc.status)
 		}
 	}
-	if n := s.srv.Gateway.Sessions().Len(); n != 4 {
+	if n := s.Srv.Gateway.Sessions().Len(); n != 4 {
 		t.Errorf("%d sessions, want the 4 accepted", n)
 	}
 }
@@ -214,24 +215,24 @@ func TestWSSessionEnds(t *testing.T) {
 		tlistener{transport: "ws", envelope: "typelen"}, tlistener{transport: "wss", envelope: "delimiter"})
 	for _, name := range []string{"ws_typelen", "wss_delimiter"} {
 		w := s.wsWire(t, name, nil)
-		w.expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionIdleTimeout)})
-		w.expectClosed()
+		w.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionIdleTimeout)})
+		w.ExpectClosed()
 		w.expectStatus(websocket.StatusNormalClosure)
 	}
 
-	closed := s.closedTotal("closed")
+	closed := s.ClosedTotal("closed")
 	c := s.dial(t, "ws_typelen")
 	c.Close()
-	eventually(t, "the session closed as closed", func() bool { return s.closedTotal("closed") == closed+1 })
+	wiretest.Eventually(t, "the session closed as closed", func() bool { return s.ClosedTotal("closed") == closed+1 })
 
 	// Drain: the session is live until the grace ends, then told.
 	w := s.wsWire(t, "wss_delimiter", nil)
-	w.send(envelope.Frame{Kind: envelope.Heartbeat})
-	w.expect(envelope.Frame{Kind: envelope.Heartbeat})
+	w.Send(envelope.Frame{Kind: envelope.Heartbeat})
+	w.Expect(envelope.Frame{Kind: envelope.Heartbeat})
 	stopped := make(chan error, 1)
-	go func() { stopped <- s.stop() }()
-	w.expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.GatewayDraining)})
-	w.expectClosed()
+	go func() { stopped <- s.Stop() }()
+	w.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.GatewayDraining)})
+	w.ExpectClosed()
 	w.expectStatus(websocket.StatusGoingAway)
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
@@ -244,7 +245,7 @@ func TestWSNotAnUpgrade(t *testing.T) {
 	s := startTransportEdge(t, "", tlistener{transport: "ws", envelope: "idlen"})
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+s.addr("ws_idlen")+"/ws", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+s.Addr("ws_idlen")+"/ws", nil)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	resp, err := tr.RoundTrip(req)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shieldrpc/shield/bootstrap"
 	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // startExample serves the shipped example game (configs/actors.yaml) on
@@ -51,7 +52,7 @@ func startExample(t testing.TB) (*bootstrap.Server, string) {
 		if err := srv.Stop(ctx); err != nil {
 			t.Errorf("stop: %v", err)
 		}
-		waitGoroutines(t, before)
+		wiretest.WaitGoroutines(t, before)
 	})
 	return srv, admin
 }

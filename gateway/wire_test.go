@@ -12,6 +12,7 @@ import (
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // Raw frame builders: they write what the SPEC's layouts say, byte by
@@ -64,14 +65,14 @@ func TestHeartbeatEcho(t *testing.T) {
 	} {
 		t.Run(tc.listener, func(t *testing.T) {
 			w := s.dial(t, tc.listener)
-			w.write(cat(tc.beat, tc.beat, tc.beat))
+			w.Write(cat(tc.beat, tc.beat, tc.beat))
 			for i := 0; i < 3; i++ {
-				w.expectBytes(tc.echo)
+				w.ExpectBytes(tc.echo)
 			}
-			w.expectNothing(100 * time.Millisecond)
+			w.ExpectNothing(100 * time.Millisecond)
 			// The session is alive and serving after them.
-			w.send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 9, Body: []byte(`{"a":1}`)})
-			w.expect(envelope.Frame{Kind: envelope.Response, RouteID: routeEcho, RequestID: 9, Body: []byte(`{"a":1}`)})
+			w.Send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 9, Body: []byte(`{"a":1}`)})
+			w.Expect(envelope.Frame{Kind: envelope.Response, RouteID: routeEcho, RequestID: 9, Body: []byte(`{"a":1}`)})
 		})
 	}
 }
@@ -85,16 +86,16 @@ func TestHeartbeatTakesNoToken(t *testing.T) {
 	for i := range beats {
 		beats[i] = envelope.Frame{Kind: envelope.Heartbeat}
 	}
-	w.send(append(beats, envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 1, Body: []byte(`1`)})...)
+	w.Send(append(beats, envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 1, Body: []byte(`1`)})...)
 	for range beats {
-		w.expect(envelope.Frame{Kind: envelope.Heartbeat})
+		w.Expect(envelope.Frame{Kind: envelope.Heartbeat})
 	}
-	w.expect(envelope.Frame{Kind: envelope.Response, RequestID: 1, Body: []byte(`1`)})
-	w.send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 2, Body: []byte(`2`)})
-	w.expect(envelope.Frame{Kind: envelope.Error, RequestID: 2, Code: string(codes.RateLimited)})
+	w.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1, Body: []byte(`1`)})
+	w.Send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 2, Body: []byte(`2`)})
+	w.Expect(envelope.Frame{Kind: envelope.Error, RequestID: 2, Code: string(codes.RateLimited)})
 	// Heartbeats still pass while the bucket is empty.
-	w.send(envelope.Frame{Kind: envelope.Heartbeat})
-	w.expect(envelope.Frame{Kind: envelope.Heartbeat})
+	w.Send(envelope.Frame{Kind: envelope.Heartbeat})
+	w.Expect(envelope.Frame{Kind: envelope.Heartbeat})
 }
 
 // statusBody checks an error or notice body is exactly {"code","message"}.
@@ -116,7 +117,7 @@ func TestErrorFrames(t *testing.T) {
 	s := start(t, "")
 	t.Run("idlen", func(t *testing.T) {
 		w := s.dial(t, "idlen")
-		w.write(idlen(1, routeFail, 0xDEADBEEF, `{}`))
+		w.Write(idlen(1, routeFail, 0xDEADBEEF, `{}`))
 		hdr := make([]byte, 12)
 		if _, err := readFull(w, hdr); err != nil {
 			t.Fatal(err)
@@ -134,7 +135,7 @@ func TestErrorFrames(t *testing.T) {
 	t.Run("typelen", func(t *testing.T) {
 		w := s.dial(t, "typelen")
 		const rid = 1<<40 + 7 // beyond 32 bits: typelen ids are u64
-		w.write(typelen(1, 1, routeFail, rid, `{}`))
+		w.Write(typelen(1, 1, routeFail, rid, `{}`))
 		hdr := make([]byte, 16)
 		if _, err := readFull(w, hdr); err != nil {
 			t.Fatal(err)
@@ -151,11 +152,11 @@ func TestErrorFrames(t *testing.T) {
 	for _, env := range []string{"lenprefix", "delimiter"} {
 		t.Run(env, func(t *testing.T) {
 			w := s.dial(t, env)
-			w.send(envelope.Frame{Kind: envelope.Request, RouteID: routeFail, RequestID: 5, Body: []byte(`{}`)})
+			w.Send(envelope.Frame{Kind: envelope.Request, RouteID: routeFail, RequestID: 5, Body: []byte(`{}`)})
 			var raw []byte
-			w.nc.SetReadDeadline(time.Now().Add(wait))
+			w.NC.SetReadDeadline(time.Now().Add(wait))
 			if env == "delimiter" {
-				line, err := w.br.ReadBytes('\n')
+				line, err := w.BR.ReadBytes('\n')
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -183,10 +184,10 @@ func TestErrorFrames(t *testing.T) {
 }
 
 func readFull(w *wire, b []byte) (int, error) {
-	w.nc.SetReadDeadline(time.Now().Add(wait))
+	w.NC.SetReadDeadline(time.Now().Add(wait))
 	n := 0
 	for n < len(b) {
-		m, err := w.br.Read(b[n:])
+		m, err := w.BR.Read(b[n:])
 		n += m
 		if err != nil {
 			return n, err
@@ -264,24 +265,24 @@ func TestProtocolErrors(t *testing.T) {
 	var rid uint32
 	for _, tc := range protocolCases {
 		t.Run(tc.name, func(t *testing.T) {
-			before, closedBefore := s.protocolErrors(string(tc.reason)), s.closedTotal("protocol_error")
+			before, closedBefore := s.ProtocolErrors(string(tc.reason)), s.ClosedTotal("protocol_error")
 			w := s.dial(t, tc.listener)
-			w.write(tc.bytes)
+			w.Write(tc.bytes)
 			if tc.halfClose {
-				w.halfClose()
+				w.HalfClose()
 			}
-			w.expectClosed()
-			eventually(t, "the protocol error counted", func() bool {
-				return s.protocolErrors(string(tc.reason)) == before+1 && s.closedTotal("protocol_error") == closedBefore+1
+			w.ExpectClosed()
+			wiretest.Eventually(t, "the protocol error counted", func() bool {
+				return s.ProtocolErrors(string(tc.reason)) == before+1 && s.ClosedTotal("protocol_error") == closedBefore+1
 			})
 			rid++
 			body := []byte(`{"n":` + strings.Repeat("1", int(rid%5)+1) + `}`)
-			good.send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: uint64(rid), Body: body})
-			good.expect(envelope.Frame{Kind: envelope.Response, RouteID: routeEcho, RequestID: uint64(rid), Body: body})
+			good.Send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: uint64(rid), Body: body})
+			good.Expect(envelope.Frame{Kind: envelope.Response, RouteID: routeEcho, RequestID: uint64(rid), Body: body})
 		})
 	}
 	for _, reason := range []string{"bad_version", "too_large", "too_short", "bad_system_frame", "bad_type", "bad_wrapper", "truncated"} {
-		if s.protocolErrors(reason) == 0 {
+		if s.ProtocolErrors(reason) == 0 {
 			t.Errorf("no case counted %s", reason)
 		}
 	}
@@ -296,8 +297,8 @@ func TestHugeLengthAllocatesNothing(t *testing.T) {
 	for _, listener := range []string{"idlen", "typelen", "lenprefix"} {
 		for i := 0; i < 10; i++ {
 			w := s.dial(t, listener)
-			w.write(cat(be32(0xFFFFFFF0), make([]byte, 16)))
-			w.expectClosed()
+			w.Write(cat(be32(0xFFFFFFF0), make([]byte, 16)))
+			w.ExpectClosed()
 		}
 	}
 	runtime.ReadMemStats(&m1)
@@ -315,19 +316,19 @@ func TestIdleTimeout(t *testing.T) {
 	s := start(t, "  idle_timeout: 300ms")
 
 	t.Run("silent", func(t *testing.T) {
-		before := s.closedTotal("idle_timeout")
+		before := s.ClosedTotal("idle_timeout")
 		started := time.Now()
 		w := s.dial(t, "idlen")
-		f := w.expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionIdleTimeout)})
+		f := w.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionIdleTimeout)})
 		if el := time.Since(started); el < idle {
 			t.Fatalf("closed after %v, before idle_timeout", el)
 		}
 		if f.Message == "" {
 			t.Error("notice without a message")
 		}
-		w.expectClosed()
-		eventually(t, "idle_timeout counted", func() bool { return s.closedTotal("idle_timeout") == before+1 })
-		s.logs.waitFor(t, "client_disconnected", "reason", "idle_timeout")
+		w.ExpectClosed()
+		wiretest.Eventually(t, "idle_timeout counted", func() bool { return s.ClosedTotal("idle_timeout") == before+1 })
+		s.Logs.WaitFor(t, "client_disconnected", "reason", "idle_timeout")
 	})
 
 	t.Run("slowloris", func(t *testing.T) {
@@ -350,18 +351,18 @@ func TestIdleTimeout(t *testing.T) {
 							return
 						case <-tick.C:
 						}
-						if _, err := w.nc.Write([]byte{b}); err != nil {
+						if _, err := w.NC.Write([]byte{b}); err != nil {
 							return
 						}
 					}
 				}()
 				defer func() { close(stop); <-done }()
 				started := time.Now()
-				w.expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionIdleTimeout)})
+				w.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionIdleTimeout)})
 				if el := time.Since(started); el < idle {
 					t.Fatalf("closed after %v, before idle_timeout", el)
 				}
-				w.expectClosed()
+				w.ExpectClosed()
 			})
 		}
 	})
@@ -376,13 +377,13 @@ func TestHeartbeatsKeepSession(t *testing.T) {
 	w := s.dial(t, "typelen")
 	started := time.Now()
 	for time.Since(started) < 2500*time.Millisecond {
-		w.send(envelope.Frame{Kind: envelope.Heartbeat})
-		w.expect(envelope.Frame{Kind: envelope.Heartbeat})
-		w.expectNothing(100 * time.Millisecond)
+		w.Send(envelope.Frame{Kind: envelope.Heartbeat})
+		w.Expect(envelope.Frame{Kind: envelope.Heartbeat})
+		w.ExpectNothing(100 * time.Millisecond)
 	}
-	w.send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 1, Body: []byte(`1`)})
-	w.expect(envelope.Frame{Kind: envelope.Response, RequestID: 1})
-	if s.closedTotal("idle_timeout") != 0 {
+	w.Send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 1, Body: []byte(`1`)})
+	w.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1})
+	if s.ClosedTotal("idle_timeout") != 0 {
 		t.Fatal("a session closed for idleness")
 	}
 }
@@ -391,34 +392,34 @@ func TestHeartbeatsKeepSession(t *testing.T) {
 // accept and counted; when one leaves, a new one is served again.
 func TestMaxSessions(t *testing.T) {
 	s := start(t, "  max_sessions: 3")
-	refused := func() float64 { return testutil.ToFloat64(s.srv.Metrics.SessionsRefused) }
+	refused := func() float64 { return testutil.ToFloat64(s.Srv.Metrics.SessionsRefused) }
 	var live []*wire
 	for i := 0; i < 3; i++ {
 		w := s.dial(t, "idlen")
-		w.send(envelope.Frame{Kind: envelope.Heartbeat})
-		w.expect(envelope.Frame{Kind: envelope.Heartbeat})
+		w.Send(envelope.Frame{Kind: envelope.Heartbeat})
+		w.Expect(envelope.Frame{Kind: envelope.Heartbeat})
 		live = append(live, w)
 	}
 	before := refused()
 	extra := s.dial(t, "idlen")
-	extra.expectClosed()
+	extra.ExpectClosed()
 	if got := refused(); got != before+1 {
 		t.Fatalf("shield_sessions_refused_total %v -> %v", before, got)
 	}
 	// The three go on.
 	for _, w := range live {
-		w.send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 1, Body: []byte(`1`)})
-		w.expect(envelope.Frame{Kind: envelope.Response, RequestID: 1})
+		w.Send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 1, Body: []byte(`1`)})
+		w.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1})
 	}
 	// One leaves; a newcomer is served once the gateway has seen it go.
-	live[0].nc.Close()
-	eventually(t, "a new session served", func() bool {
+	live[0].NC.Close()
+	wiretest.Eventually(t, "a new session served", func() bool {
 		w := s.dial(t, "idlen")
-		defer w.nc.Close()
-		if _, err := w.nc.Write(idlen(1, 0, 0, "")); err != nil {
+		defer w.NC.Close()
+		if _, err := w.NC.Write(idlen(1, 0, 0, "")); err != nil {
 			return false // refused: it was closed before we wrote
 		}
-		_, err := w.next()
+		_, err := w.Next()
 		return err == nil
 	})
 }
@@ -429,25 +430,25 @@ func TestMaxSessions(t *testing.T) {
 func TestDropWarnings(t *testing.T) {
 	s := start(t, "")
 	const unknownRoute, n = 999, 50
-	before := testutil.ToFloat64(s.srv.Metrics.EdgeDropped.WithLabelValues("route_not_found"))
+	before := s.Dropped("route_not_found")
 	for i := 0; i < 2; i++ {
 		w := s.dial(t, "idlen")
 		frames := make([]envelope.Frame, n)
 		for j := range frames {
 			frames[j] = envelope.Frame{Kind: envelope.Request, RouteID: unknownRoute, RequestID: uint64(j + 1), Body: []byte(`{"secret":"s3cr3t"}`)}
 		}
-		w.send(frames...)
-		w.expectNothing(100 * time.Millisecond) // a drop gets no answer
+		w.Send(frames...)
+		w.ExpectNothing(100 * time.Millisecond) // a drop gets no answer
 	}
-	eventually(t, "every drop counted", func() bool {
-		return testutil.ToFloat64(s.srv.Metrics.EdgeDropped.WithLabelValues("route_not_found")) == before+2*n
+	wiretest.Eventually(t, "every drop counted", func() bool {
+		return s.Dropped("route_not_found") == before+2*n
 	})
-	lines := s.logs.count("frame dropped at the edge", "reason", "route_not_found", "route_id", "999")
+	lines := s.Logs.Count("frame dropped at the edge", "reason", "route_not_found", "route_id", "999")
 	// One line per session, or two if its frames straddled a second.
 	if lines < 2 || lines > 4 {
-		t.Fatalf("%d warn lines for %d drops in two sessions\n%s", lines, 2*n, s.logs.dump())
+		t.Fatalf("%d warn lines for %d drops in two sessions\n%s", lines, 2*n, s.Logs.Dump())
 	}
-	if strings.Contains(s.logs.dump(), "s3cr3t") {
-		t.Fatalf("a body reached the log:\n%s", s.logs.dump())
+	if strings.Contains(s.Logs.Dump(), "s3cr3t") {
+		t.Fatalf("a body reached the log:\n%s", s.Logs.Dump())
 	}
 }
