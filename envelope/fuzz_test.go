@@ -129,7 +129,7 @@ func checkReencode(t *testing.T, c, back Codec, f Frame) {
 	}
 	r := bufio.NewReader(bytes.NewReader(wire))
 	g, err := back.ReadFrame(r)
-	if err != nil || !sameFrame(f, g) {
+	if err != nil || !sameFrameOn(c.Name(), f, g) {
 		t.Fatalf("%s: %+v re-encoded as %q decodes to %+v, %v", c.Name(), f, wire, g, err)
 	}
 	if _, err := back.ReadFrame(r); err != io.EOF {
@@ -139,7 +139,7 @@ func checkReencode(t *testing.T, c, back Codec, f Frame) {
 	if err != nil {
 		t.Fatalf("%s: decoded frame %+v does not encode as a message: %v", c.Name(), f, err)
 	}
-	if g, err := back.DecodeMessage(msg); err != nil || !sameFrame(f, g) {
+	if g, err := back.DecodeMessage(msg); err != nil || !sameFrameOn(c.Name(), f, g) {
 		t.Fatalf("%s: %+v as message %q decodes to %+v, %v", c.Name(), f, msg, g, err)
 	}
 }

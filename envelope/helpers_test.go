@@ -36,6 +36,17 @@ func sameFrame(a, b Frame) bool {
 		a.Route == b.Route && bytes.Equal(a.Body, b.Body) && a.Code == b.Code && a.Message == b.Message
 }
 
+// sameFrameOn is sameFrame as an envelope can keep it: delimiter drops the
+// newlines of a payload (JSON whitespace, never inside a string) so that a
+// frame stays on one line.
+func sameFrameOn(envelope string, a, b Frame) bool {
+	if envelope == NameDelimiter {
+		a.Body = bytes.ReplaceAll(a.Body, []byte("\n"), nil)
+		b.Body = bytes.ReplaceAll(b.Body, []byte("\n"), nil)
+	}
+	return sameFrame(a, b)
+}
+
 // splitReader returns data[:half], then data[half:], then io.EOF, as
 // nats-server's parser fuzz feeds its parser.
 type splitReader struct {
