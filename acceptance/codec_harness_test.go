@@ -57,20 +57,7 @@ network:
   listeners:
 %s
 actors:
-  - name: auth
-    script: %[2]s/auth.lua
-    rpc: {routes: [{id: 1001, name: login, binding: login, requires_auth: false}]}
-  - name: player
-    script: %[2]s/player.lua
-    instances: 2
-    rpc:
-      routes:
-        - {id: 2001, name: move, binding: move}
-        - {id: 2002, name: join_room, binding: join_room}
-        - {id: 2101, name: position, binding: position, direction: s2c, owner_service: room}
-  - name: room
-    script: %[2]s/room.lua
-`, ls, services)
+%[2]s`, ls, exampleActors(services))
 }
 
 // startCodecGame starts a server on cfg; it is stopped, and goroutines

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,20 +56,7 @@ network:
 session:
 %s
 actors:
-  - name: auth
-    script: %[3]s/auth.lua
-    rpc: {routes: [{id: 1001, name: login, binding: login, requires_auth: false}]}
-  - name: player
-    script: %[3]s/player.lua
-    instances: 2
-    rpc:
-      routes:
-        - {id: 2001, name: move, binding: move}
-        - {id: 2002, name: join_room, binding: join_room}
-        - {id: 2101, name: position, binding: position, direction: s2c, owner_service: room}
-  - name: room
-    script: %[3]s/room.lua
-  - name: probe
+%[3]s  - name: probe
     script: %[4]s
     rpc:
       routes:
@@ -77,7 +65,7 @@ actors:
         - {id: 9003, name: probe_whoami, binding: whoami, requires_auth: false}
         - {id: 9004, name: probe_forge, binding: forge, requires_auth: false}
         - {id: 9101, name: probe_push, binding: probe_push, direction: s2c}
-`, listeners, session, services, probe)
+`, listeners, session, exampleActors(services), probe)
 }
 
 // game is a running gateway with the example game.
@@ -126,4 +114,24 @@ func expectNoAnswer(t testing.TB, c *client.Client, route uint32, req any, d tim
 	if err != context.DeadlineExceeded {
 		t.Fatalf("route %d: want no answer, got %v", route, err)
 	}
+}
+
+// exampleActors is the actors block of configs/actors.yaml, with scripts
+// from services (the example game's folder), for test configs that serve
+// the example game beside their own listeners and services.
+func exampleActors(services string) string {
+	return strings.ReplaceAll(`  - name: auth
+    script: SERVICES/auth.lua
+    rpc: {routes: [{id: 1001, name: login, binding: login, requires_auth: false}]}
+  - name: player
+    script: SERVICES/player.lua
+    instances: 2
+    rpc:
+      routes:
+        - {id: 2001, name: move, binding: move}
+        - {id: 2002, name: join_room, binding: join_room}
+        - {id: 2101, name: position, binding: position, direction: s2c, owner_service: room}
+  - name: room
+    script: SERVICES/room.lua
+`, "SERVICES", services)
 }
