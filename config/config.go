@@ -67,7 +67,9 @@ type Protocol struct {
 // Admin is the operators' HTTP server.
 type Admin struct {
 	Address string
-	PProf   bool
+	PProf   bool   // /debug/pprof/
+	Play    bool   // the browser demo at /play/
+	Token   string // bearer token of /admin/*; empty: /admin/* answers 404
 }
 
 // Log configures log/slog.
@@ -80,6 +82,16 @@ type Log struct {
 type Lua struct {
 	MaxStringBytes int64
 	HeapLimitBytes int64
+	HTTP           HTTP
+}
+
+// HTTP bounds shield.http.request (SPEC §11).
+type HTTP struct {
+	// Allow holds the "host:port" pairs a VM may call, as written (a host
+	// compares case-insensitively); empty: no HTTP at all.
+	Allow            []string
+	Timeout          time.Duration // capped further by the handler's budget
+	MaxResponseBytes int64         // of a response body, as decoded
 }
 
 // Session holds the per-session limits and policies.
@@ -92,6 +104,23 @@ type Session struct {
 	MaxSessions    int
 	RateLimit      RateLimit
 	ShutdownGrace  time.Duration
+
+	OutboundQueueBytes int           // bytes of pushes waiting for one client
+	AuthMaxFrameBytes  int           // frame cap before a bind; 0: the listener's max_frame_bytes (see AuthFrameLimit)
+	AuthTimeout        time.Duration // a session without a player_id this long is closed; 0: off
+	ResumeWindow       time.Duration // how long a suspended session may be resumed; 0: no resume
+}
+
+// AuthFrameLimit is the largest frame a session without a player_id may
+// send on a listener whose max_frame_bytes is maxFrameBytes: the smaller of
+// the two, or maxFrameBytes when auth_max_frame_bytes is 0. A cap above the
+// listener's is not an error (the default, 8192, is above some listeners'
+// max_frame_bytes); the listener's cap simply wins.
+func (s *Session) AuthFrameLimit(maxFrameBytes int) int {
+	if s.AuthMaxFrameBytes == 0 {
+		return maxFrameBytes
+	}
+	return min(s.AuthMaxFrameBytes, maxFrameBytes)
 }
 
 // RateLimit is a token bucket over the frames one session sends.
@@ -108,7 +137,7 @@ type Actor struct {
 	ScriptLine     int
 	Instances      int
 	Mailbox        int
-	HandlerTimeout time.Duration
+	HandlerTimeout time.Duration // at most MaxHandlerTimeout
 	MaxPending     int
 	Routes         []Route
 }
@@ -136,3 +165,8 @@ const MaxRouteID = 1<<24 - 1
 
 // MaxTypelenRouteID is the largest route id a typelen header can carry.
 const MaxTypelenRouteID = 1<<16 - 1
+
+// MaxHandlerTimeout is the largest handler_timeout (SPEC §2): a run longer
+// than a minute holds its session's in-flight slot and its callers' budgets
+// past anything a game client waits for.
+const MaxHandlerTimeout = 60 * time.Second

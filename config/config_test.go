@@ -51,16 +51,24 @@ func TestDefaults(t *testing.T) {
 			}},
 		},
 		Log: config.Log{Format: "json", Level: "info"},
-		Lua: config.Lua{MaxStringBytes: 16777216, HeapLimitBytes: 2147483648},
+		Lua: config.Lua{
+			MaxStringBytes: 16777216,
+			HeapLimitBytes: 2147483648,
+			HTTP:           config.HTTP{Timeout: 5 * time.Second, MaxResponseBytes: 1048576},
+		},
 		Session: config.Session{
-			IdleTimeout:    60 * time.Second,
-			WriteTimeout:   5 * time.Second,
-			MaxInflight:    32,
-			OutboundQueue:  256,
-			DuplicateLogin: "kick_old",
-			MaxSessions:    100000,
-			RateLimit:      config.RateLimit{PerSecond: 200, Burst: 400},
-			ShutdownGrace:  10 * time.Second,
+			IdleTimeout:        60 * time.Second,
+			WriteTimeout:       5 * time.Second,
+			MaxInflight:        32,
+			OutboundQueue:      256,
+			DuplicateLogin:     "kick_old",
+			MaxSessions:        100000,
+			RateLimit:          config.RateLimit{PerSecond: 200, Burst: 400},
+			ShutdownGrace:      10 * time.Second,
+			OutboundQueueBytes: 1048576,
+			AuthMaxFrameBytes:  8192,
+			AuthTimeout:        30 * time.Second,
+			ResumeWindow:       0,
 		},
 		Actors: []config.Actor{{
 			Line:           5,
@@ -131,12 +139,18 @@ network:
   admin:
     address: 127.0.0.1:9100
     pprof: true
+    play: true
+    token: s3cret-Token
 log:
   format: text
   level: debug
 lua:
   max_string_bytes: 1024
   heap_limit_bytes: 1048576
+  http:
+    allow: ["api.example.com:443", "127.0.0.1:8080"]
+    timeout: 2s
+    max_response_bytes: 4096
 session:
   idle_timeout: 30s
   write_timeout: 2s
@@ -146,6 +160,10 @@ session:
   max_sessions: 10
   rate_limit: {per_second: 5, burst: 7}
   shutdown_grace: 1s
+  outbound_queue_bytes: 4096
+  auth_max_frame_bytes: 1024
+  auth_timeout: 10s
+  resume_window: 30s
 actors:
   - name: auth
     script: services/auth.lua
@@ -182,7 +200,7 @@ actors:
 	if got, want := cfg.Network.SchemasDir, "conf/schemas"; got != want {
 		t.Errorf("schemas_dir = %q, want %q", got, want)
 	}
-	if got, want := *cfg.Network.Admin, (config.Admin{Address: "127.0.0.1:9100", PProf: true}); got != want {
+	if got, want := *cfg.Network.Admin, (config.Admin{Address: "127.0.0.1:9100", PProf: true, Play: true, Token: "s3cret-Token"}); got != want {
 		t.Errorf("admin = %+v, want %+v", got, want)
 	}
 	if got, want := cfg.Node.Name, "gw-7"; got != want {
@@ -191,13 +209,17 @@ actors:
 	if got, want := cfg.Log, (config.Log{Format: "text", Level: "debug"}); got != want {
 		t.Errorf("log = %+v, want %+v", got, want)
 	}
-	if got, want := cfg.Lua, (config.Lua{MaxStringBytes: 1024, HeapLimitBytes: 1048576}); got != want {
+	wantLua := config.Lua{MaxStringBytes: 1024, HeapLimitBytes: 1048576, HTTP: config.HTTP{
+		Allow: []string{"api.example.com:443", "127.0.0.1:8080"}, Timeout: 2 * time.Second, MaxResponseBytes: 4096,
+	}}
+	if got, want := cfg.Lua, wantLua; !reflect.DeepEqual(got, want) {
 		t.Errorf("lua = %+v, want %+v", got, want)
 	}
 	wantS := config.Session{
 		IdleTimeout: 30 * time.Second, WriteTimeout: 2 * time.Second, MaxInflight: 8, OutboundQueue: 64,
 		DuplicateLogin: "reject_new", MaxSessions: 10, RateLimit: config.RateLimit{PerSecond: 5, Burst: 7},
-		ShutdownGrace: time.Second,
+		ShutdownGrace: time.Second, OutboundQueueBytes: 4096, AuthMaxFrameBytes: 1024, AuthTimeout: 10 * time.Second,
+		ResumeWindow: 30 * time.Second,
 	}
 	if cfg.Session != wantS {
 		t.Errorf("session:\n got %+v\nwant %+v", cfg.Session, wantS)
@@ -207,7 +229,7 @@ actors:
 		t.Errorf("actor = %+v", a)
 	}
 	wantR := config.Route{
-		Line: 46, ID: 1001, Name: "login", Binding: "do_login", Direction: config.Bidi, OwnerService: "auth",
+		Line: 56, ID: 1001, Name: "login", Binding: "do_login", Direction: config.Bidi, OwnerService: "auth",
 		RequiresAuth: false, Action: config.ForwardRaw, LazyDecode: false, RequestCodec: "raw", RequestSchema: "game.Login",
 	}
 	if a.Routes[0] != wantR {

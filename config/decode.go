@@ -410,14 +410,26 @@ func (d *decoder) intIn(dst *int, w where, key string, lo, hi int64) func(*yaml.
 	}
 }
 
+// parseDuration reads a Go duration string, reporting a value that is not
+// one. It checks no range: each caller's key says what is allowed.
+func (d *decoder) parseDuration(n *yaml.Node, w where, key string) (time.Duration, bool) {
+	if !d.scalar(n, w, key, `a duration such as "15s"`, "!!str") {
+		return 0, false
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.errorf(n.Line, w, "%s: %q is not a duration such as \"15s\" or \"250ms\"", key, short(n.Value))
+		return 0, false
+	}
+	return v, true
+}
+
+// duration decodes a duration above zero: SPEC §2 makes 0 invalid unless a
+// key says what it means.
 func (d *decoder) duration(dst *time.Duration, w where, key string) func(*yaml.Node) {
 	return func(n *yaml.Node) {
-		if !d.scalar(n, w, key, `a duration such as "15s"`, "!!str") {
-			return
-		}
-		v, err := time.ParseDuration(n.Value)
-		if err != nil {
-			d.errorf(n.Line, w, "%s: %q is not a duration such as \"15s\" or \"250ms\"", key, short(n.Value))
+		v, ok := d.parseDuration(n, w, key)
+		if !ok {
 			return
 		}
 		if v <= 0 {
@@ -426,6 +438,44 @@ func (d *decoder) duration(dst *time.Duration, w where, key string) func(*yaml.N
 		}
 		*dst = v
 	}
+}
+
+// durationOrZero decodes a duration of a key that gives 0 a meaning ("off",
+// "keep forever"): zero is allowed, a negative value is not.
+func (d *decoder) durationOrZero(dst *time.Duration, w where, key string) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		v, ok := d.parseDuration(n, w, key)
+		if !ok {
+			return
+		}
+		if v < 0 {
+			d.errorf(n.Line, w, "%s: must not be negative, got %q", key, short(n.Value))
+			return
+		}
+		*dst = v
+	}
+}
+
+// durationAtMost decodes a duration above zero and at most limit.
+func (d *decoder) durationAtMost(dst *time.Duration, w where, key string, limit time.Duration) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		v := *dst
+		d.duration(&v, w, key)(n)
+		if v > limit {
+			d.errorf(n.Line, w, "%s: %s is above the limit of %s", key, short(n.Value), durationText(limit))
+			return
+		}
+		*dst = v
+	}
+}
+
+// durationText writes a whole number of seconds as "60s" rather than
+// time.Duration's "1m0s", as an operator would write it in the file.
+func durationText(v time.Duration) string {
+	if v%time.Second == 0 {
+		return strconv.FormatInt(int64(v/time.Second), 10) + "s"
+	}
+	return v.String()
 }
 
 func (d *decoder) enum(dst *string, w where, key string, allowed []string) func(*yaml.Node) {

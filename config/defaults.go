@@ -20,6 +20,9 @@ const (
 	DefaultMaxStringBytes = 16 << 20
 	DefaultHeapLimitBytes = 2 << 30
 
+	DefaultHTTPTimeout          = 5 * time.Second
+	DefaultHTTPMaxResponseBytes = 1 << 20
+
 	DefaultIdleTimeout    = 60 * time.Second
 	DefaultWriteTimeout   = 5 * time.Second
 	DefaultMaxInflight    = 32
@@ -29,6 +32,11 @@ const (
 	DefaultRatePerSecond  = 200
 	DefaultRateBurst      = 400
 	DefaultShutdownGrace  = 10 * time.Second
+
+	DefaultOutboundQueueBytes = 1 << 20
+	DefaultAuthMaxFrameBytes  = 8192             // 0 would mean the listener's max_frame_bytes
+	DefaultAuthTimeout        = 30 * time.Second // 0 would turn it off
+	DefaultResumeWindow       = 0 * time.Second  // 0: no resume
 
 	DefaultInstances      = 1
 	DefaultMailbox        = 1024
@@ -42,7 +50,11 @@ func Default() Config {
 	return Config{
 		Node: Node{Name: DefaultNodeName},
 		Log:  Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
-		Lua:  Lua{MaxStringBytes: DefaultMaxStringBytes, HeapLimitBytes: DefaultHeapLimitBytes},
+		Lua: Lua{
+			MaxStringBytes: DefaultMaxStringBytes,
+			HeapLimitBytes: DefaultHeapLimitBytes,
+			HTTP:           HTTP{Timeout: DefaultHTTPTimeout, MaxResponseBytes: DefaultHTTPMaxResponseBytes},
+		},
 		Session: Session{
 			IdleTimeout:    DefaultIdleTimeout,
 			WriteTimeout:   DefaultWriteTimeout,
@@ -52,9 +64,18 @@ func Default() Config {
 			MaxSessions:    DefaultMaxSessions,
 			RateLimit:      RateLimit{PerSecond: DefaultRatePerSecond, Burst: DefaultRateBurst},
 			ShutdownGrace:  DefaultShutdownGrace,
+
+			OutboundQueueBytes: DefaultOutboundQueueBytes,
+			AuthMaxFrameBytes:  DefaultAuthMaxFrameBytes,
+			AuthTimeout:        DefaultAuthTimeout,
+			ResumeWindow:       DefaultResumeWindow,
 		},
 	}
 }
+
+// defaultAdmin is network.admin when the mapping is given: pprof and play
+// off, no token (so /admin/* is off).
+func defaultAdmin() Admin { return Admin{} }
 
 func defaultListener() Listener {
 	return Listener{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -236,6 +237,14 @@ func (d *decoder) root(n *yaml.Node, cfg *Config) bool {
 			d.mapping(v, w, "lua", fields{
 				"max_string_bytes": d.int64In(&cfg.Lua.MaxStringBytes, w, "lua.max_string_bytes", 1, math.MaxInt64),
 				"heap_limit_bytes": d.int64In(&cfg.Lua.HeapLimitBytes, w, "lua.heap_limit_bytes", 1, math.MaxInt64),
+				"http": func(v *yaml.Node) {
+					h := &cfg.Lua.HTTP
+					d.mapping(v, w, "lua.http", fields{
+						"allow":              d.hostPorts(&h.Allow, w, "lua.http.allow"),
+						"timeout":            d.duration(&h.Timeout, w, "lua.http.timeout"),
+						"max_response_bytes": d.int64In(&h.MaxResponseBytes, w, "lua.http.max_response_bytes", 1, math.MaxInt64),
+					})
+				},
 			})
 		},
 		"session": func(v *yaml.Node) { d.session(v, &cfg.Session) },
@@ -258,15 +267,17 @@ func (d *decoder) network(n *yaml.Node, cfg *Config) {
 		},
 		"schemas_dir": d.nonEmpty(&net.SchemasDir, w, "network.schemas_dir"),
 		"admin": func(v *yaml.Node) {
-			a := &Admin{}
+			a := defaultAdmin()
 			given := d.mapping(v, w, "network.admin", fields{
 				"address": d.address(&a.Address, w, "network.admin.address"),
 				"pprof":   d.boolean(&a.PProf, w, "network.admin.pprof"),
+				"play":    d.boolean(&a.Play, w, "network.admin.play"),
+				"token":   d.adminToken(&a.Token, w, "network.admin.token"),
 			})
 			if given != nil && !given.has("address") && !d.halted {
 				d.errorf(v.Line, w, "network.admin.address: required when admin is set")
 			}
-			net.Admin = a
+			net.Admin = &a
 		},
 		// network.protocol held the inline route table of earlier
 		// versions; the wire profile is now set on each listener.
@@ -371,6 +382,11 @@ func (d *decoder) session(n *yaml.Node, s *Session) {
 		"duplicate_login": d.enum(&s.DuplicateLogin, w, "session.duplicate_login", duplicateLogins),
 		"max_sessions":    d.intIn(&s.MaxSessions, w, "session.max_sessions", 1, big),
 		"shutdown_grace":  d.duration(&s.ShutdownGrace, w, "session.shutdown_grace"),
+
+		"outbound_queue_bytes": d.intIn(&s.OutboundQueueBytes, w, "session.outbound_queue_bytes", 1, big),
+		"auth_max_frame_bytes": d.authFrameBytes(&s.AuthMaxFrameBytes, w, "session.auth_max_frame_bytes"),
+		"auth_timeout":         d.durationOrZero(&s.AuthTimeout, w, "session.auth_timeout"),
+		"resume_window":        d.durationOrZero(&s.ResumeWindow, w, "session.resume_window"),
 		"rate_limit": func(v *yaml.Node) {
 			d.mapping(v, w, "session.rate_limit", fields{
 				"per_second": d.intIn(&s.RateLimit.PerSecond, w, "session.rate_limit.per_second", 0, big),
@@ -394,6 +410,68 @@ func (d *decoder) session(n *yaml.Node, s *Session) {
 	}
 }
 
+// hostPorts decodes a list of "host:port" pairs to connect to: unlike a
+// listen address, each needs a host and a numeric port 1..65535, since it
+// is compared with the host and port of a URL.
+func (d *decoder) hostPorts(dst *[]string, w where, key string) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		d.sequence(n, w, key, func(_ int, item *yaml.Node) {
+			if !d.scalar(item, w, key, "a string", "!!str") {
+				return
+			}
+			v := item.Value
+			host, port, err := net.SplitHostPort(v)
+			switch {
+			case err != nil:
+				d.errorf(item.Line, w, "%s: %q is not host:port (such as \"api.example.com:443\")", key, short(v))
+				return
+			case host == "":
+				d.errorf(item.Line, w, "%s: %q has no host", key, short(v))
+				return
+			}
+			if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 || port[0] == '+' {
+				d.errorf(item.Line, w, "%s: %q: the port must be a number 1..65535", key, short(v))
+				return
+			}
+			*dst = append(*dst, v)
+		})
+	}
+}
+
+// authFrameBytes decodes session.auth_max_frame_bytes: 0 (the listener's
+// max_frame_bytes), or a cap in the range of max_frame_bytes.
+func (d *decoder) authFrameBytes(dst *int, w where, key string) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		if !d.scalar(n, w, key, "an integer", "!!int") {
+			return
+		}
+		v, err := intValue(n)
+		if err != nil || (v != 0 && (v < MinFrameBytes || v > MaxFrameBytes)) {
+			d.errorf(n.Line, w, "%s: %s is out of range: 0 (the listener's max_frame_bytes) or %d..%d", key, short(n.Value), MinFrameBytes, MaxFrameBytes)
+			return
+		}
+		*dst = int(v)
+	}
+}
+
+// adminToken decodes network.admin.token. A token travels in an
+// Authorization header, which cannot carry control characters and loses
+// spaces at its ends; such a token could never match, so it is refused
+// rather than locking the operators out in silence.
+func (d *decoder) adminToken(dst *string, w where, key string) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		var v string
+		d.str(&v, w, key)(n)
+		for _, r := range v {
+			if r < 0x21 || r == 0x7f {
+				d.errorf(n.Line, w, "%s: must not hold spaces or control characters", key)
+				return
+			}
+		}
+		*dst = v
+	}
+}
+
 func (d *decoder) actor(n *yaml.Node) Actor {
 	a := defaultActor()
 	a.Line = n.Line
@@ -412,7 +490,7 @@ func (d *decoder) actor(n *yaml.Node) Actor {
 		},
 		"instances":       d.intIn(&a.Instances, w, "instances", 1, MaxInstances),
 		"mailbox":         d.intIn(&a.Mailbox, w, "mailbox", 1, big),
-		"handler_timeout": d.duration(&a.HandlerTimeout, w, "handler_timeout"),
+		"handler_timeout": d.durationAtMost(&a.HandlerTimeout, w, "handler_timeout", MaxHandlerTimeout),
 		"max_pending":     d.intIn(&a.MaxPending, w, "max_pending", 1, big),
 		"rpc": func(v *yaml.Node) {
 			d.mapping(v, w, "rpc", fields{
