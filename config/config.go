@@ -140,7 +140,17 @@ type Actor struct {
 	HandlerTimeout time.Duration // at most MaxHandlerTimeout
 	MaxPending     int
 	Routes         []Route
+
+	// Settings is the actor's settings mapping as plain data: map[string]any,
+	// []any, string, int64, float64, bool, and Null for a YAML null. It is
+	// nil when the key is absent. It is shared: shield.settings() hands
+	// each caller its own copy, and nothing may write into this one.
+	Settings map[string]any
 }
+
+// Null is a YAML null inside an actor's settings, so that an explicit null
+// (shield.null in Lua) is told apart from a key that is absent.
+type Null struct{}
 
 // Route is one entry of an actor's rpc.routes, as declared.
 type Route struct {

@@ -171,6 +171,7 @@ actors:
     mailbox: 16
     handler_timeout: 250ms
     max_pending: 5
+    settings: {turn_seconds: 30}
     rpc:
       routes:
         - id: 1001
@@ -228,8 +229,11 @@ actors:
 	if a.Instances != 3 || a.Mailbox != 16 || a.HandlerTimeout != 250*time.Millisecond || a.MaxPending != 5 {
 		t.Errorf("actor = %+v", a)
 	}
+	if want := map[string]any{"turn_seconds": int64(30)}; !reflect.DeepEqual(a.Settings, want) {
+		t.Errorf("settings = %#v, want %#v", a.Settings, want)
+	}
 	wantR := config.Route{
-		Line: 56, ID: 1001, Name: "login", Binding: "do_login", Direction: config.Bidi, OwnerService: "auth",
+		Line: 57, ID: 1001, Name: "login", Binding: "do_login", Direction: config.Bidi, OwnerService: "auth",
 		RequiresAuth: false, Action: config.ForwardRaw, LazyDecode: false, RequestCodec: "raw", RequestSchema: "game.Login",
 	}
 	if a.Routes[0] != wantR {

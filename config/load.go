@@ -492,6 +492,7 @@ func (d *decoder) actor(n *yaml.Node) Actor {
 		"mailbox":         d.intIn(&a.Mailbox, w, "mailbox", 1, big),
 		"handler_timeout": d.durationAtMost(&a.HandlerTimeout, w, "handler_timeout", MaxHandlerTimeout),
 		"max_pending":     d.intIn(&a.MaxPending, w, "max_pending", 1, big),
+		"settings":        func(v *yaml.Node) { a.Settings = d.settings(v, w) },
 		"rpc": func(v *yaml.Node) {
 			d.mapping(v, w, "rpc", fields{
 				"routes": func(v *yaml.Node) {
