@@ -8,7 +8,11 @@
 // layer 3 (compiling bindings in each VM) in package luavm.
 package config
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Config is a decoded, defaulted configuration. It is plain data: after Load
 // returns, nothing changes it.
@@ -16,6 +20,8 @@ type Config struct {
 	File    string // the path the config was loaded from, as given
 	Dir     string // the folder relative paths inside the file resolve against
 	Node    Node
+	Cluster *Cluster // nil: one process, no NATS (SPEC §10)
+	Storage *Storage // nil: every shield.kv function raises client_rpc.unavailable
 	Network Network
 	Log     Log
 	Lua     Lua
@@ -23,9 +29,77 @@ type Config struct {
 	Actors  []Actor
 }
 
-// Node names this gateway.
+// Node names this gateway and, in a cluster, says which actor instances
+// it runs.
 type Node struct {
 	Name string // carried in every ClientRef; default "gw"
+
+	// Services is node.services as written, cluster only. Absent and []
+	// differ: nil (the key absent) hosts every actor, an empty non-nil
+	// slice hosts none (a gateway node). Use Config.Hosts rather than
+	// reading it, so that the nil case is never forgotten.
+	Services     []NodeService
+	ServicesLine int // the line of node.services; 0 when absent
+}
+
+// NodeService is one entry of node.services: every instance of an actor
+// ("player") or one of them ("player/0").
+type NodeService struct {
+	Line     int
+	Actor    string
+	Instance int // 0-based; AllInstances for a bare actor name
+}
+
+// AllInstances is NodeService.Instance for an entry naming an actor without
+// an instance: the node hosts every VM of it.
+const AllInstances = -1
+
+// String returns the entry as it is written in node.services.
+func (s NodeService) String() string {
+	if s.Instance == AllInstances {
+		return s.Actor
+	}
+	return s.Actor + "/" + strconv.Itoa(s.Instance)
+}
+
+// Cluster is how nodes find each other (SPEC §10): one NATS (an external
+// server or cluster, or one embedded in this node) and one subject prefix.
+type Cluster struct {
+	Line        int
+	NATS        string // comma-separated URLs as written, the form NATS clients take; empty with Embedded
+	Embedded    string // host:port of the NATS server run inside this node; empty with NATS
+	Prefix      string // the first token of every subject; default "shield"
+	Heartbeat   time.Duration
+	NodeTimeout time.Duration // at least twice Heartbeat
+}
+
+// URLs returns the NATS URLs one by one, or nil with an embedded server.
+func (c *Cluster) URLs() []string {
+	if c.NATS == "" {
+		return nil
+	}
+	urls := strings.Split(c.NATS, ",")
+	for i := range urls {
+		urls[i] = strings.TrimSpace(urls[i])
+	}
+	return urls
+}
+
+// Storage configures shield.kv (SPEC §11): JetStream key-value buckets, in
+// the cluster's NATS or in an embedded server that keeps its files in
+// DataDir.
+type Storage struct {
+	Line    int
+	DataDir string // resolved against Config.Dir; default "data"; unused with an external NATS
+	Buckets []Bucket
+}
+
+// Bucket is one key-value bucket, created or updated at start.
+type Bucket struct {
+	Line          int
+	Name          string        // letters, digits, '_' and '-'; unique
+	MaxValueBytes int           // the longest compact JSON value a write may store
+	TTL           time.Duration // a key expires this long after its last write; 0: never
 }
 
 // Network holds the listeners and the admin server.

@@ -97,6 +97,14 @@ func TestDefaults(t *testing.T) {
 	if cfg.Network.Admin != nil {
 		t.Errorf("admin = %+v, want none when the file has no admin", cfg.Network.Admin)
 	}
+	// Spelled out although DeepEqual checked them: nil is the meaning here.
+	if cfg.Cluster != nil || cfg.Storage != nil || cfg.Node.Services != nil || cfg.Actors[0].Settings != nil {
+		t.Errorf("cluster %+v, storage %+v, node.services %#v, settings %#v; want all nil when absent",
+			cfg.Cluster, cfg.Storage, cfg.Node.Services, cfg.Actors[0].Settings)
+	}
+	if !cfg.Hosts("auth", 0) || cfg.Hosts("auth", 1) || cfg.Hosts("nope", 0) {
+		t.Error("without a cluster the node must host every instance of every actor, and nothing else")
+	}
 }
 
 func TestDefaultsWebSocketAndAdmin(t *testing.T) {
@@ -120,6 +128,17 @@ func TestDefaultsWebSocketAndAdmin(t *testing.T) {
 func TestEveryKey(t *testing.T) {
 	src := `node:
   name: gw-7
+  services: [auth/1, auth/2]
+cluster:
+  nats: nats://10.0.0.1:4222, tls://10.0.0.2:4222
+  prefix: game-eu_1
+  heartbeat: 2s
+  node_timeout: 5s
+storage:
+  data_dir: kv
+  buckets:
+    - {name: players, max_value_bytes: 1024, ttl: 24h}
+    - {name: matches}
 network:
   listeners:
     - name: game
@@ -188,7 +207,7 @@ actors:
 	cfg := parseOK(t, src)
 	l := cfg.Network.Listeners[0]
 	wantL := config.Listener{
-		Line: 5, Name: "game", Address: "127.0.0.1:7000", Transport: "ws", Path: "/game",
+		Line: 16, Name: "game", Address: "127.0.0.1:7000", Transport: "ws", Path: "/game",
 		AllowedOrigins:   []string{"https://a.example", "https://b.example"},
 		HandshakeTimeout: 3 * time.Second,
 		TLS:              &config.TLS{CertFile: "conf/server.crt", KeyFile: "conf/server.key", ClientCAFile: "conf/ca.crt"},
@@ -232,8 +251,29 @@ actors:
 	if want := map[string]any{"turn_seconds": int64(30)}; !reflect.DeepEqual(a.Settings, want) {
 		t.Errorf("settings = %#v, want %#v", a.Settings, want)
 	}
+	wantNode := config.Node{Name: "gw-7", ServicesLine: 3, Services: []config.NodeService{
+		{Line: 3, Actor: "auth", Instance: 1}, {Line: 3, Actor: "auth", Instance: 2},
+	}}
+	if !reflect.DeepEqual(cfg.Node, wantNode) {
+		t.Errorf("node = %+v, want %+v", cfg.Node, wantNode)
+	}
+	wantC := config.Cluster{Line: 5, NATS: "nats://10.0.0.1:4222, tls://10.0.0.2:4222", Prefix: "game-eu_1",
+		Heartbeat: 2 * time.Second, NodeTimeout: 5 * time.Second}
+	if cfg.Cluster == nil || *cfg.Cluster != wantC {
+		t.Errorf("cluster = %+v, want %+v", cfg.Cluster, wantC)
+	}
+	if got, want := cfg.Cluster.URLs(), []string{"nats://10.0.0.1:4222", "tls://10.0.0.2:4222"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("cluster URLs = %q, want %q", got, want)
+	}
+	wantSt := &config.Storage{Line: 10, DataDir: filepath.Join("conf", "kv"), Buckets: []config.Bucket{
+		{Line: 12, Name: "players", MaxValueBytes: 1024, TTL: 24 * time.Hour},
+		{Line: 13, Name: "matches", MaxValueBytes: 65536},
+	}}
+	if !reflect.DeepEqual(cfg.Storage, wantSt) {
+		t.Errorf("storage = %+v, want %+v", cfg.Storage, wantSt)
+	}
 	wantR := config.Route{
-		Line: 57, ID: 1001, Name: "login", Binding: "do_login", Direction: config.Bidi, OwnerService: "auth",
+		Line: 68, ID: 1001, Name: "login", Binding: "do_login", Direction: config.Bidi, OwnerService: "auth",
 		RequiresAuth: false, Action: config.ForwardRaw, LazyDecode: false, RequestCodec: "raw", RequestSchema: "game.Login",
 	}
 	if a.Routes[0] != wantR {

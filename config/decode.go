@@ -26,6 +26,11 @@ type decoder struct {
 	// (proportional to the file's size) is never reached by a real file.
 	work, budget int
 	halted       bool
+
+	// servicesBad records that node.services had an entry (or a value)
+	// already reported, so that validation does not add "hosts nothing"
+	// about a list that only lost its bad entries.
+	servicesBad bool
 }
 
 // where is the actor and route a node belongs to, for messages. The

@@ -38,6 +38,14 @@ const (
 	DefaultAuthTimeout        = 30 * time.Second // 0 would turn it off
 	DefaultResumeWindow       = 0 * time.Second  // 0: no resume
 
+	DefaultClusterPrefix = "shield"
+	DefaultHeartbeat     = 1 * time.Second
+	DefaultNodeTimeout   = 3 * time.Second
+
+	DefaultDataDir       = "data"
+	DefaultMaxValueBytes = 65536
+	DefaultBucketTTL     = 0 * time.Second // 0: keep forever
+
 	DefaultInstances      = 1
 	DefaultMailbox        = 1024
 	DefaultHandlerTimeout = 15 * time.Second
@@ -70,12 +78,24 @@ func Default() Config {
 			AuthTimeout:        DefaultAuthTimeout,
 			ResumeWindow:       DefaultResumeWindow,
 		},
+		// Cluster and Storage stay nil: each is off unless its key is
+		// given, and then starts from defaultCluster or defaultStorage.
 	}
 }
 
 // defaultAdmin is network.admin when the mapping is given: pprof and play
 // off, no token (so /admin/* is off).
 func defaultAdmin() Admin { return Admin{} }
+
+func defaultCluster() Cluster {
+	return Cluster{Prefix: DefaultClusterPrefix, Heartbeat: DefaultHeartbeat, NodeTimeout: DefaultNodeTimeout}
+}
+
+func defaultStorage() Storage { return Storage{DataDir: DefaultDataDir} }
+
+func defaultBucket() Bucket {
+	return Bucket{MaxValueBytes: DefaultMaxValueBytes, TTL: DefaultBucketTTL}
+}
 
 func defaultListener() Listener {
 	return Listener{

@@ -24,6 +24,16 @@ const (
 	authHead      = listenersHead + "actors:\n  - name: auth\n    script: auth.lua\n"
 	routesHead    = authHead + "    rpc:\n      routes:\n"
 	valid         = routesHead + "        - {id: 1001, name: login, binding: login}\n"
+
+	// clusterHead puts a cluster on line 10 of valid: node.services cases
+	// add their node mapping from line 11.
+	clusterHead = valid + "cluster: {embedded: \"127.0.0.1:4222\"}\n"
+	// shardedHead gives auth two instances (line 7), a cluster on line 8,
+	// and leaves node for line 9.
+	shardedHead = authHead + "    instances: 2\ncluster: {embedded: \"127.0.0.1:4222\"}\n"
+	// actorsOnly is authHead without the network mapping: the actors
+	// mapping on line 1 of its own, for nodes without listeners.
+	actorsOnly = "actors:\n  - name: auth\n    script: auth.lua\n"
 )
 
 // file is the name every snippet is parsed as: messages start with it.
@@ -309,6 +319,110 @@ var errCases = []errCase{
 		[][]string{{file + ":7:", `actor "room": actor: <<: must be a mapping or a list of mappings, got the integer 5`}}},
 	{"alias to a wrong type", valid + "node: {name: &n gw}\nsession: {max_inflight: *n}\n",
 		[][]string{{file + ":10:", `session.max_inflight: must be an integer, got the string "gw"`}}},
+
+	// node.services (SPEC §10): cluster only, known actors and instances,
+	// each named once.
+	{"node.services without cluster", valid + "node: {services: [auth]}\n",
+		[][]string{{file + ":10:", "node.services applies in a cluster only"}}},
+	{"node.services empty without cluster", valid + "node: {services: []}\n",
+		[][]string{{file + ":10:", "node.services applies in a cluster only"}}},
+	{"node.services unknown actor", clusterHead + "node: {services: [lobby]}\n",
+		[][]string{{file + ":11:", `node.services: "lobby" is not an actor`}}},
+	{"node.services instance out of range", clusterHead + "node: {services: [auth/1]}\n",
+		[][]string{{file + ":11:", `node.services: auth/1 is out of range: actor "auth" has 1 instance (0..0)`}}},
+	{"node.services instance out of range of 2", shardedHead + "node: {services: [auth/2]}\n",
+		[][]string{{file + ":9:", `node.services: auth/2 is out of range: actor "auth" has 2 instances (0..1)`}}},
+	{"node.services huge instance", clusterHead + "node: {services: [auth/99999999999999999999]}\n",
+		[][]string{{file + ":11:", `node.services: "auth/99999999999999999999" names an instance out of range (at most 1023)`}}},
+	{"node.services malformed", clusterHead + "node:\n  services:\n    - auth/x\n    - auth/\n    - /0\n    - auth/0/1\n    - \"\"\n    - auth/-1\n",
+		[][]string{
+			{file + ":13:", `node.services: "auth/x" is not an actor name or an instance such as "player/0"`},
+			{file + ":14:", `node.services: "auth/" is not an actor name`},
+			{file + ":15:", `node.services: "/0" is not an actor name`},
+			{file + ":16:", `node.services: "auth/0/1" is not an actor name`},
+			{file + ":17:", `node.services: "" is not an actor name`},
+			{file + ":18:", `node.services: "auth/-1" is not an actor name`},
+		}},
+	{"node.services not a string", clusterHead + "node: {services: [7]}\n",
+		[][]string{{file + ":11:", "node.services: must be a string, got the integer 7"}}},
+	{"node.services not a list", clusterHead + "node: {services: auth}\n",
+		[][]string{{file + ":11:", `node.services: must be a list, got the string "auth"`}}},
+	{"node.services duplicate actor", clusterHead + "node:\n  services:\n    - auth\n    - auth\n",
+		[][]string{{file + ":14:", `node.services: "auth" listed twice (first at line 13)`}}},
+	{"node.services duplicate instance", shardedHead + "node:\n  services:\n    - auth/1\n    - auth/1\n",
+		[][]string{{file + ":12:", `node.services: "auth/1" listed twice (first at line 11)`}}},
+	{"node.services instance after its actor", shardedHead + "node:\n  services:\n    - auth\n    - auth/1\n",
+		[][]string{{file + ":12:", `node.services: "auth/1" is already hosted through "auth" (line 11)`}}},
+	{"node.services actor after its instance", shardedHead + "node:\n  services:\n    - auth/0\n    - auth\n",
+		[][]string{{file + ":12:", `node.services: "auth" covers "auth/0" (line 11): list one of them`}}},
+	{"node without listeners or services", "cluster: {embedded: \"127.0.0.1:4222\"}\nnode: {services: []}\n" + actorsOnly,
+		[][]string{{file + ":2:", "node: no network.listeners and node.services is []: the node would neither serve clients nor host an actor"}}},
+	{"node without listeners outside a cluster", "node: {name: svc}\n" + actorsOnly,
+		[][]string{{file + ": ", "network.listeners: at least one listener is required"}}},
+	{"unknown key node services", valid + "node: {service: [auth]}\n",
+		[][]string{{file + ":10:", `node: unknown key "service" (did you mean "services"?)`}}},
+
+	// cluster.
+	{"cluster nats and embedded", valid + "cluster:\n  nats: nats://127.0.0.1:4222\n  embedded: 127.0.0.1:4222\n",
+		[][]string{{file + ":12:", "cluster: nats and embedded are alternatives: set one of them"}}},
+	{"cluster without nats or embedded", valid + "cluster: {prefix: eu}\n",
+		[][]string{{file + ":10:", "cluster: nats or embedded is required"}}},
+	{"cluster empty", valid + "cluster: {}\n",
+		[][]string{{file + ":10:", "cluster: nats or embedded is required"}}},
+	{"cluster not a mapping", valid + "cluster: nats://127.0.0.1:4222\n",
+		[][]string{{file + ":10:", `cluster: must be a mapping, got the string "nats://127.0.0.1:4222"`}}},
+	{"cluster nats without scheme", valid + "cluster: {nats: \"127.0.0.1:4222\"}\n",
+		[][]string{{file + ":10:", `cluster.nats: "127.0.0.1:4222" is not a NATS URL such as "nats://127.0.0.1:4222" (schemes nats, tls, ws, wss)`}}},
+	{"cluster nats http", valid + "cluster: {nats: \"http://127.0.0.1:4222\"}\n",
+		[][]string{{file + ":10:", `cluster.nats: "http://127.0.0.1:4222" is not a NATS URL`}}},
+	{"cluster nats empty item", valid + "cluster: {nats: \"nats://a:4222,,nats://b:4222\"}\n",
+		[][]string{{file + ":10:", `cluster.nats: "" is not a NATS URL`}}},
+	{"cluster nats empty", valid + "cluster: {nats: \"\"}\n",
+		[][]string{{file + ":10:", "cluster.nats: must not be empty"}}},
+	{"cluster embedded not host:port", valid + "cluster: {embedded: \"4222\"}\n",
+		[][]string{{file + ":10:", `cluster.embedded: "4222" is not host:port`}}},
+	{"cluster prefix with a dot", valid + "cluster: {embedded: \":4222\", prefix: shield.eu}\n",
+		[][]string{{file + ":10:", `cluster.prefix: "shield.eu" may hold only letters, digits, '_' and '-' (it is the first token of every NATS subject)`}}},
+	{"cluster prefix wildcard", valid + "cluster: {embedded: \":4222\", prefix: \">\"}\n",
+		[][]string{{file + ":10:", `cluster.prefix: ">" may hold only letters, digits`}}},
+	{"cluster prefix empty", valid + "cluster: {embedded: \":4222\", prefix: \"\"}\n",
+		[][]string{{file + ":10:", "cluster.prefix: must not be empty"}}},
+	{"cluster zero heartbeat", valid + "cluster: {embedded: \":4222\", heartbeat: 0s}\n",
+		[][]string{{file + ":10:", `cluster.heartbeat: must be above zero, got "0s"`}}},
+	{"cluster node_timeout below twice the heartbeat", valid + "cluster:\n  embedded: \":4222\"\n  heartbeat: 2s\n",
+		[][]string{{file + ":12:", "cluster.node_timeout: 3s must be at least twice heartbeat (2s)"}}},
+	{"cluster short node_timeout", valid + "cluster:\n  embedded: \":4222\"\n  node_timeout: 1500ms\n",
+		[][]string{{file + ":12:", "cluster.node_timeout: 1.5s must be at least twice heartbeat (1s)"}}},
+	{"unknown key cluster", valid + "cluster: {embedded: \":4222\", nodetimeout: 5s}\n",
+		[][]string{{file + ":10:", `cluster: unknown key "nodetimeout" (did you mean "node_timeout"?)`}}},
+	{"unknown key top cluster", valid + "clustr: {}\n",
+		[][]string{{file + ":10:", `the top level: unknown key "clustr" (did you mean "cluster"?)`}}},
+
+	// storage.
+	{"unknown key storage", valid + "storage: {bucket: []}\n",
+		[][]string{{file + ":10:", `storage: unknown key "bucket" (did you mean "buckets"?)`}}},
+	{"storage empty data_dir", valid + "storage: {data_dir: \"\"}\n",
+		[][]string{{file + ":10:", "storage.data_dir: must not be empty"}}},
+	{"storage buckets not a list", valid + "storage: {buckets: players}\n",
+		[][]string{{file + ":10:", `storage.buckets: must be a list, got the string "players"`}}},
+	{"bucket not a mapping", valid + "storage: {buckets: [players]}\n",
+		[][]string{{file + ":10:", `storage.buckets[0]: must be a mapping, got the string "players"`}}},
+	{"bucket without name", valid + "storage: {buckets: [{ttl: 1h}]}\n",
+		[][]string{{file + ":10:", "storage.buckets[0]: name is required"}}},
+	{"bucket bad name", valid + "storage: {buckets: [{name: my bucket}]}\n",
+		[][]string{{file + ":10:", `storage.buckets[0].name: "my bucket" may hold only letters, digits, '_' and '-' (a JetStream bucket name)`}}},
+	{"bucket name with a dot", valid + "storage: {buckets: [{name: a}, {name: b.c}]}\n",
+		[][]string{{file + ":10:", `storage.buckets[1].name: "b.c" may hold only`}}},
+	{"bucket names twice", valid + "storage:\n  buckets:\n    - {name: players}\n    - {name: players, ttl: 1h}\n",
+		[][]string{{file + ":13:", `bucket "players": name used twice (first at line 12)`}}},
+	{"bucket zero max_value_bytes", valid + "storage: {buckets: [{name: players, max_value_bytes: 0}]}\n",
+		[][]string{{file + ":10:", "storage.buckets[0].max_value_bytes: 0 is out of range (at least 1)"}}},
+	{"bucket negative ttl", valid + "storage: {buckets: [{name: players, ttl: -1s}]}\n",
+		[][]string{{file + ":10:", `storage.buckets[0].ttl: must not be negative, got "-1s"`}}},
+	{"bucket ttl not a duration", valid + "storage: {buckets: [{name: players, ttl: forever}]}\n",
+		[][]string{{file + ":10:", `storage.buckets[0].ttl: "forever" is not a duration`}}},
+	{"unknown key bucket", valid + "storage: {buckets: [{name: players, tll: 1h}]}\n",
+		[][]string{{file + ":10:", `storage.buckets[0]: unknown key "tll" (did you mean "ttl"?)`}}},
 
 	// network.admin play and token.
 	{"admin play not a bool", "network:\n  admin: {address: \":9100\", play: \"yes\"}\n" + listenersHead[len("network:\n"):] + authHead[len(listenersHead):],

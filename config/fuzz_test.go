@@ -25,6 +25,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(valid + "  - &a {<<: *a}\n"))
 	f.Add([]byte(valid + "  - {<<: [{instances: 2}, {mailbox: 3}], name: b, script: b.lua}\n"))
 	f.Add([]byte("a: &a [*a, *a]\nb: *a\n"))
+	f.Add([]byte(threeActors + "node: {services: [auth, player/1]}\nstorage: {buckets: [{name: p, ttl: 0s}]}\n"))
+	f.Add([]byte(authHead + "    settings: {a: [1, {b: ~}], <<: {c: .5}}\nlua: {http: {allow: [\"a.example:443\"]}}\n"))
 	for _, tc := range errCases {
 		f.Add([]byte(tc.src))
 	}
@@ -67,8 +69,13 @@ func checkParse(t *testing.T, data []byte) *config.Config {
 		}
 	}
 	if len(errs) == 0 {
-		if len(cfg.Actors) == 0 || len(cfg.Network.Listeners) == 0 {
+		// Only a cluster node may have no listeners (a service node), and
+		// then it must host something.
+		if len(cfg.Actors) == 0 || (len(cfg.Network.Listeners) == 0 && cfg.Cluster == nil) {
 			t.Fatalf("no errors, but %d actors and %d listeners", len(cfg.Actors), len(cfg.Network.Listeners))
+		}
+		if len(cfg.Network.Listeners) == 0 && cfg.Node.Services != nil && len(cfg.Node.Services) == 0 {
+			t.Fatal("no errors, but a node with neither listeners nor services")
 		}
 		for _, a := range cfg.Actors {
 			for _, r := range a.Routes {

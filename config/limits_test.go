@@ -15,10 +15,15 @@ func TestZeroAllowed(t *testing.T) {
   auth_timeout: 0s
   resume_window: 0s
   auth_max_frame_bytes: 0
+storage:
+  buckets: [{name: players, ttl: 0s}]
 `)
 	s := cfg.Session
 	if s.AuthTimeout != 0 || s.ResumeWindow != 0 || s.AuthMaxFrameBytes != 0 {
 		t.Errorf("session = %+v, want auth_timeout, resume_window and auth_max_frame_bytes 0", s)
+	}
+	if ttl := cfg.Storage.Buckets[0].TTL; ttl != 0 {
+		t.Errorf("ttl = %v, want 0 (keep forever)", ttl)
 	}
 	// Zero is a value given, not a default: a non-zero default is replaced.
 	cfg = parseOK(t, valid+"session: {auth_timeout: 0ms, resume_window: 2m}\n")

@@ -224,8 +224,13 @@ func (d *decoder) root(n *yaml.Node, cfg *Config) bool {
 	w := where{}
 	return d.mapping(n, w, "the top level", fields{
 		"node": func(v *yaml.Node) {
-			d.mapping(v, w, "node", fields{"name": d.nonEmpty(&cfg.Node.Name, w, "node.name")})
+			d.mapping(v, w, "node", fields{
+				"name":     d.nonEmpty(&cfg.Node.Name, w, "node.name"),
+				"services": func(v *yaml.Node) { d.nodeServices(v, &cfg.Node) },
+			})
 		},
+		"cluster": func(v *yaml.Node) { d.cluster(v, cfg) },
+		"storage": func(v *yaml.Node) { d.storage(v, cfg) },
 		"network": func(v *yaml.Node) { d.network(v, cfg) },
 		"log": func(v *yaml.Node) {
 			d.mapping(v, w, "log", fields{

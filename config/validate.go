@@ -14,6 +14,7 @@ var actorName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 // decoding has checked each key alone, and resolves relative paths.
 func validate(d *decoder, cfg *Config) {
 	actors := make(map[string]int, len(cfg.Actors))
+	instances := make(map[string]int, len(cfg.Actors))
 	for i := range cfg.Actors {
 		a := &cfg.Actors[i]
 		validateActor(d, a)
@@ -25,6 +26,7 @@ func validate(d *decoder, cfg *Config) {
 			continue
 		}
 		actors[a.Name] = a.Line
+		instances[a.Name] = a.Instances
 	}
 	if len(cfg.Actors) == 0 {
 		d.errorf(0, where{}, "actors: at least one actor is required")
@@ -51,11 +53,12 @@ func validate(d *decoder, cfg *Config) {
 			}
 		}
 	}
-	if len(cfg.Network.Listeners) == 0 {
-		d.errorf(0, where{}, "network.listeners: at least one listener is required")
-	}
+	validateNode(d, cfg, instances)
 	if cfg.Network.SchemasDir != "" {
 		cfg.Network.SchemasDir = cfg.Path(cfg.Network.SchemasDir)
+	}
+	if cfg.Storage != nil {
+		cfg.Storage.DataDir = cfg.Path(cfg.Storage.DataDir)
 	}
 }
 
@@ -151,6 +154,16 @@ func (c *Config) Listener(name string) *Listener {
 	for i := range c.Network.Listeners {
 		if c.Network.Listeners[i].Name == name {
 			return &c.Network.Listeners[i]
+		}
+	}
+	return nil
+}
+
+// Actor returns the actor with the given name, or nil.
+func (c *Config) Actor(name string) *Actor {
+	for i := range c.Actors {
+		if c.Actors[i].Name == name {
+			return &c.Actors[i]
 		}
 	}
 	return nil
