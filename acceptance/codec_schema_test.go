@@ -45,12 +45,14 @@ func TestCodecSchemaViolation(t *testing.T) {
 }
 
 // TestCodecSchemaNonJSONReachesHandler: SPEC §2, with json a body that is
-// not JSON reaches the handler as a string, never as a schema_violation or
-// decode_failed; the handler decides (auth refuses a string).
+// not JSON reaches the handler as a string, never as decode_failed; and a
+// route with a schema validates it as that string (SPEC §6), the empty
+// body as null.
 func TestCodecSchemaNonJSONReachesHandler(t *testing.T) {
 	g := startCodecGame(t, codecGameConfig(t, true, codecListener{"web", "idlen", "json"}))
 	c := g.dialCodec(t, "web", "idlen")
-	expectCode(t, c, routeLogin, []byte("not json"), "auth.bad_request", "user is required")
+	expectCode(t, c, routeLogin, []byte("not json"), codes.SchemaViolation, "/: expected object, but got string")
+	expectCode(t, c, routeLogin, nil, codes.SchemaViolation, "/: expected object, but got null")
 }
 
 // TestCodecSchemaLegacyEnvelope: the legacy envelopes carry JSON wrappers;

@@ -126,7 +126,7 @@ func TestEgressQueueFull(t *testing.T) {
 	}
 	before := e.EgressRejected("queue_full")
 	started := time.Now()
-	res := pushTo(t, pusher, v, map[string]any{"size": 64 << 10, "count": 1000})
+	res := pushTo(t, pusher, v, map[string]any{"size": 32 << 10, "count": 1000})
 	if res.Last != string(codes.QueueFull) || res.Sent < 4 {
 		t.Fatalf("push flood: %+v, want queue_full after the queue and the socket filled", res)
 	}

@@ -36,7 +36,7 @@ type wsTranscript struct {
 	t     testing.TB
 	name  string
 	ws    *websocket.Conn
-	codec envelope.Codec
+	codec envelope.Framer
 	typ   websocket.MessageType // the envelope's message type
 	in    chan wsMessage
 	done  chan struct{} // closed when readLoop returns

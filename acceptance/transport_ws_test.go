@@ -34,9 +34,11 @@ func jsonString(n int) []byte {
 
 // TestWSMessageLimit: a message of exactly max_frame_bytes is a frame like
 // any other; one byte more closes that session with status 1009 and counts
-// too_large, and another session on the same listener goes on.
+// too_large, and another session on the same listener goes on. (The
+// frames come before any login, so the lower cap for those is off here:
+// TestAuthFrameCap has it.)
 func TestWSMessageLimit(t *testing.T) {
-	s := startTransportEdge(t, "", tlistener{transport: "ws", envelope: "idlen"}, tlistener{transport: "wss", envelope: "idlen"})
+	s := startTransportEdge(t, "  auth_max_frame_bytes: 0", tlistener{transport: "ws", envelope: "idlen"}, tlistener{transport: "wss", envelope: "idlen"})
 	for _, name := range []string{"ws_idlen", "wss_idlen"} {
 		t.Run(name, func(t *testing.T) {
 			bystander := s.dial(t, name)
@@ -209,7 +211,8 @@ func upgradeStatus(err error, status int) bool {
 
 // TestWSSessionEnds: over ws, an idle session gets its notice then a
 // normal close; a client's close frame ends its session as closed; a
-// drain sends gateway.draining then status 1001 (going away).
+// drain sends the gateway.drain_started status at once, and when the
+// grace ends gateway.draining then status 1001 (going away).
 func TestWSSessionEnds(t *testing.T) {
 	s := startTransportEdge(t, "  idle_timeout: 300ms\n  shutdown_grace: 100ms",
 		tlistener{transport: "ws", envelope: "typelen"}, tlistener{transport: "wss", envelope: "delimiter"})
@@ -231,6 +234,7 @@ func TestWSSessionEnds(t *testing.T) {
 	w.Expect(envelope.Frame{Kind: envelope.Heartbeat})
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.Stop() }()
+	w.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.GatewayDrainStarted)})
 	w.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.GatewayDraining)})
 	w.ExpectClosed()
 	w.expectStatus(websocket.StatusGoingAway)

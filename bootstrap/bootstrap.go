@@ -9,28 +9,26 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
 	"github.com/shieldrpc/shield/gateway"
 	"github.com/shieldrpc/shield/luavm"
+	"github.com/shieldrpc/shield/metrics"
+	"github.com/shieldrpc/shield/service"
 )
 
 // Report is the outcome of a successful Compile: the configuration, the
-// merged route table, and every VM, open.
+// merged route table, and the service runtime with every VM compiled but
+// not started.
 type Report struct {
-	Config *config.Config
-	Table  *descriptor.Table
-	VMs    map[string][]*luavm.VM // by actor name, indexed by instance
+	Config  *config.Config
+	Table   *descriptor.Table
+	Runtime *service.Runtime
 }
 
-// Close closes every VM.
-func (r *Report) Close() {
-	for _, vms := range r.VMs {
-		for _, vm := range vms {
-			vm.Close()
-		}
-	}
-}
+// Close releases the VMs of a runtime that was never started.
+func (r *Report) Close() { r.Runtime.Close() }
 
 // Options tune Compile.
 type Options struct {
@@ -38,6 +36,8 @@ type Options struct {
 	// Override, if set, edits the loaded config before the merge: tests
 	// and examples use it to listen on port 0.
 	Override func(*config.Config)
+	// Metrics counts the runtime's events; nil: none (Start gives its own).
+	Metrics *metrics.Metrics
 }
 
 // Compile runs the three layers on the file at path. When layer 1 or 2
@@ -72,14 +72,34 @@ func Compile(path string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	pushCodecs := BodyCodecKeys(cfg)
+	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes}
+	if opts.Metrics != nil {
+		ropts.Metrics = opts.Metrics
+	}
+	rt, err := service.New(actorSpecs(cfg, table, schemas, opts), ropts)
+	if err != nil {
+		return nil, err
+	}
+	return &Report{Config: cfg, Table: table, Runtime: rt}, nil
+}
 
-	rep := &Report{Config: cfg, Table: table, VMs: make(map[string][]*luavm.VM, len(cfg.Actors))}
+// actorSpecs is what the runtime needs to spawn every VM of every actor,
+// from the config (where the defaults live) and the merged table.
+func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Schemas, opts Options) []service.Actor {
+	pushCodecs := cfg.BodyCodecKeys()
+	actors := make([]service.Actor, 0, len(cfg.Actors))
 	for i := range cfg.Actors {
 		a := &cfg.Actors[i]
 		owned := table.Owned(a.Name)
+		pushOwners := map[string]string{}
+		for _, r := range table.Routes() {
+			if r.Direction.ToClient() && r.Owner != a.Name {
+				pushOwners[r.Binding] = r.Owner
+			}
+		}
+		sa := service.Actor{Name: a.Name, Mailbox: a.Mailbox}
 		for inst := 0; inst < a.Instances; inst++ {
-			vm, err := luavm.New(luavm.Spec{
+			spec := luavm.Spec{
 				Service:        a.Name,
 				Instance:       inst,
 				Script:         cfg.ScriptPath(a),
@@ -92,22 +112,16 @@ func Compile(path string, opts Options) (*Report, error) {
 				Logger:         opts.Logger,
 				Schemas:        schemas,
 				PushCodecs:     pushCodecs,
-			})
-			if err != nil {
-				var verrs config.Errors
-				if errors.As(err, &verrs) {
-					errs = append(errs, verrs...)
-				} else {
-					errs = append(errs, &config.Error{File: cfg.File, Line: a.Line, Actor: a.Name, Msg: err.Error()})
-				}
-				break // the other instances run the same script: one report is enough
+				Settings:       a.Settings,
+				PushOwners:     pushOwners,
 			}
-			rep.VMs[a.Name] = append(rep.VMs[a.Name], vm)
+			if m := opts.Metrics; m != nil {
+				c := m.IncidentsNotLogged.WithLabelValues(a.Name)
+				spec.Suppressed = c.Inc
+			}
+			sa.VMs = append(sa.VMs, spec)
 		}
+		actors = append(actors, sa)
 	}
-	if len(errs) > 0 {
-		rep.Close()
-		return nil, errs.Err()
-	}
-	return rep, nil
+	return actors
 }

@@ -112,28 +112,28 @@ func TestCompileExample(t *testing.T) {
 	if rep.Table.Len() != 4 {
 		t.Errorf("%d routes, want 4", rep.Table.Len())
 	}
+	rt := rep.Runtime
 	for svc, n := range map[string]int{"auth": 1, "player": 2, "room": 1} {
-		vms := rep.VMs[svc]
-		if len(vms) != n {
-			t.Fatalf("%s: %d VMs, want %d", svc, len(vms), n)
+		if got := rt.VMs(svc); got != n {
+			t.Fatalf("%s: %d VMs, want %d", svc, got, n)
 		}
-		for i, vm := range vms {
-			if vm.Service != svc || vm.Instance != i || vm.Module == nil {
-				t.Errorf("%s VM %d = service %q, instance %d", svc, i, vm.Service, vm.Instance)
+		for i := 0; i < n; i++ {
+			if vm := rt.VM(svc, i); vm == nil || vm.Service() != svc || vm.Instance() != i {
+				t.Errorf("%s VM %d = %v", svc, i, vm)
 			}
 		}
 	}
-	if len(rep.VMs) != 3 {
-		t.Errorf("VMs of %d services, want 3", len(rep.VMs))
+	if len(rt.Services()) != 3 {
+		t.Errorf("VMs of %d services, want 3", len(rt.Services()))
 	}
-	auth, player, room := rep.VMs["auth"][0], rep.VMs["player"][1], rep.VMs["room"][0]
-	if auth.Handler(1001) == nil || auth.Handler(2001) != nil {
+	auth, player, room := rt.VM("auth", 0), rt.VM("player", 1), rt.VM("room", 0)
+	if !auth.HasHandler(1001) || auth.HasHandler(2001) {
 		t.Error("auth compiles exactly login")
 	}
-	if player.Handler(2001) == nil || player.Handler(2002) == nil || player.Helper("position") != nil || player.Init == nil {
+	if !player.HasHandler(2001) || !player.HasHandler(2002) || player.Helper("position") != nil || !player.HasHook("init") {
 		t.Error("player compiles move and join_room, has init, and does not push position")
 	}
-	if h := room.Helper("position"); h == nil || h.ID != 2101 || room.Handler(2101) != nil {
+	if h := room.Helper("position"); h == nil || h.ID != 2101 || room.HasHandler(2101) {
 		t.Errorf("room helper position = %+v; room must push position and handle nothing", h)
 	}
 }
@@ -238,9 +238,9 @@ func TestS2CNeedsNoFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rep.Close()
-	vm := rep.VMs["auth"][0]
-	if h := vm.Helper("push_kicked"); h == nil || h.ID != 1002 || vm.Handler(1002) != nil {
-		t.Errorf("helper push_kicked = %+v, handler = %v", h, vm.Handler(1002))
+	vm := rep.Runtime.VM("auth", 0)
+	if h := vm.Helper("push_kicked"); h == nil || h.ID != 1002 || vm.HasHandler(1002) {
+		t.Errorf("helper push_kicked = %+v, handler = %v", h, vm.HasHandler(1002))
 	}
 }
 
@@ -264,12 +264,12 @@ func TestOwnerCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, vm := range rep.VMs["room"] {
-		if vm.Handler(3001) == nil {
+	for i := 0; i < rep.Runtime.VMs("room"); i++ {
+		if !rep.Runtime.VM("room", i).HasHandler(3001) {
 			t.Errorf("room VM %d did not compile route 3001", i)
 		}
 	}
-	if rep.VMs["player"][0].Handler(3001) != nil {
+	if rep.Runtime.VM("player", 0).HasHandler(3001) {
 		t.Error("player compiled a route owned by room")
 	}
 	rep.Close()

@@ -3,12 +3,10 @@ package bootstrap
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
-	"github.com/shieldrpc/shield/gateway"
 )
 
 // SetupCodecs prepares what the VMs need to decode request bodies and
@@ -18,7 +16,7 @@ import (
 //   - every protobuf listener's descriptor set is loaded (once per file,
 //     however many listeners share it) and every route's message
 //     (request_schema, else its name) is resolved in it; the codec is then
-//     registered under the listener's key, gateway.BodyCodecKey
+//     registered under the listener's key, config.Listener.BodyCodecKey
 //     ("protobuf/<listener>"), which its ClientIngress.Codec carries;
 //   - with network.schemas_dir and at least one json listener, the routes'
 //     JSON Schemas are compiled. A nil *codec.Schemas (no schemas_dir, or
@@ -68,7 +66,7 @@ func SetupCodecs(cfg *config.Config, table *descriptor.Table) (*codec.Schemas, e
 			resolved[path] = true
 			errs = append(errs, resolveMessages(cfg, l, p, table)...)
 		}
-		regs = append(regs, p.WithName(gateway.BodyCodecKey(l)))
+		regs = append(regs, p.WithName(l.BodyCodecKey()))
 	}
 
 	var schemas *codec.Schemas
@@ -96,21 +94,6 @@ func SetupCodecs(cfg *config.Config, table *descriptor.Table) (*codec.Schemas, e
 	return schemas, nil
 }
 
-// usesCodec reports whether a route's bodies pass through its listener's
-// codec in some direction: a request decoded (and its response encoded),
-// or a push encoded.
-func usesCodec(r *descriptor.Route) bool {
-	switch {
-	case r.Action == config.Drop:
-		return false
-	case r.Action == config.ForwardRaw:
-		// The handler gets the raw bytes and its string is the response;
-		// only a bidi route's pushes still go through the codec.
-		return r.Direction.ToClient()
-	}
-	return true
-}
-
 // resolveMessages checks that every route using l's codec has its message
 // in the descriptor set.
 func resolveMessages(cfg *config.Config, l *config.Listener, p *codec.Protobuf, table *descriptor.Table) config.Errors {
@@ -118,7 +101,7 @@ func resolveMessages(cfg *config.Config, l *config.Listener, p *codec.Protobuf, 
 	routes := table.Routes()
 	for i := range routes {
 		r := &routes[i]
-		if !usesCodec(r) {
+		if !codec.UsesListener(r) {
 			continue
 		}
 		name := codec.SchemaName(r)
@@ -144,22 +127,4 @@ func routeError(cfg *config.Config, r *descriptor.Route, msg string) *config.Err
 		file = cfg.File
 	}
 	return &config.Error{File: file, Line: r.Line, Actor: r.Declarer, Route: r.Label(), Msg: msg}
-}
-
-// BodyCodecKeys returns the distinct codec keys of cfg's listeners, sorted
-// (gateway.BodyCodecKey: "json", "raw", "protobuf/<listener>"). A push is
-// addressed to sessions on any listener, so the runtime encodes its body
-// once per key in use, not once per target.
-func BodyCodecKeys(cfg *config.Config) []string {
-	seen := map[string]bool{}
-	var keys []string
-	for i := range cfg.Network.Listeners {
-		k := gateway.BodyCodecKey(&cfg.Network.Listeners[i])
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
 }

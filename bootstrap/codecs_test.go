@@ -106,7 +106,7 @@ func TestSetupCodecsExampleGame(t *testing.T) {
 		}
 		L.Close()
 	}
-	if got := strings.Join(bootstrap.BodyCodecKeys(cfg), " "); got != "json protobuf/unity protobuf/unreal" {
+	if got := strings.Join(cfg.BodyCodecKeys(), " "); got != "json protobuf/unity protobuf/unreal" {
 		t.Errorf("codec keys %q", got)
 	}
 	if err := s.Validate(2001, []byte(`{"x":"far","y":1}`)); err == nil || !strings.HasSuffix(err.Error(), "/x: expected number, but got string") {

@@ -34,19 +34,20 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	m := metrics.New()
+	opts.Metrics = m
 	rep, err := Compile(path, opts)
 	if err != nil {
 		return nil, err
 	}
-	m := metrics.New()
-	rt := service.New(rep.Config, rep.VMs, service.Options{Logger: log, Metrics: m, HeapLimitBytes: rep.Config.Lua.HeapLimitBytes})
+	rt := rep.Runtime
 	m.WatchMailboxes(rt.Services(), rt.MailboxDepth)
 	gw, err := gateway.New(gateway.Options{Config: rep.Config, Table: rep.Table, Services: rt, Metrics: m, Logger: log})
 	if err != nil {
 		rep.Close()
 		return nil, err
 	}
-	rt.SetGateway(gw)
+	rt.SetSink(gw)
 	s := &Server{Report: rep, Runtime: rt, Gateway: gw, Metrics: m, log: log, shutdown: rep.Config.Session.ShutdownGrace}
 	// The admin server comes first so that /healthz answers, and /readyz
 	// says "not ready", while the VMs' init runs.

@@ -39,6 +39,11 @@ type Options struct {
 	// empty ServerName is taken from the address's host; Certificates
 	// hold the client's own for a mutual-TLS listener.
 	TLS *tls.Config
+	// Resume, when set, is a resume token (Client.ResumeToken of an
+	// earlier connection): the first frame resumes that session (SPEC §4).
+	// The gateway answers with the status session.resumed or
+	// session.resume_failed (see OnStatus).
+	Resume string
 }
 
 // ErrClosed is returned by calls on a closed client, or one whose
@@ -51,11 +56,13 @@ type Client struct {
 
 	wmu sync.Mutex // serialises writes to t
 
-	mu      sync.Mutex // guards pending, pushes, onNotice, err
+	mu      sync.Mutex // guards pending, pushes, anyPush, notice, status, token, err
 	pending map[uint64]chan envelope.Frame
 	pushes  map[uint32]func(body []byte)
 	anyPush func(route uint32, body []byte)
 	notice  func(code, message string)
+	status  func(Status)
+	token   string
 	err     error
 
 	nextID atomic.Uint64
@@ -90,6 +97,12 @@ func Dial(ctx context.Context, addr string, o Options) (*Client, error) {
 		done: make(chan struct{}), quit: make(chan struct{}), maxID: 1<<64 - 1}
 	if o.Envelope == envelope.NameIdlen {
 		c.maxID = envelope.MaxIdlenRequestID
+	}
+	if o.Resume != "" {
+		if err := c.send(ctx, &envelope.Frame{Kind: envelope.Heartbeat, Token: o.Resume}); err != nil {
+			c.t.close()
+			return nil, err
+		}
 	}
 	c.wg.Add(1)
 	go c.readLoop()
@@ -149,6 +162,33 @@ func (c *Client) OnNotice(fn func(code, message string)) {
 	c.mu.Lock()
 	c.notice = fn
 	c.mu.Unlock()
+}
+
+// Status is a status frame (SPEC §3): route 0, request 0, a code that is
+// not a notice's, and the session goes on. A client ignores codes it does
+// not know.
+type Status struct {
+	Code    string // session.resume_token, session.resumed, session.resume_failed, gateway.drain_started, ...
+	Message string // session.resume_failed
+	Token   string // session.resume_token, session.resumed
+	GraceMS int64  // gateway.drain_started
+}
+
+// OnStatus sets the handler of status frames. The client itself keeps the
+// latest resume token (ResumeToken) whether or not a handler is set.
+func (c *Client) OnStatus(fn func(Status)) {
+	c.mu.Lock()
+	c.status = fn
+	c.mu.Unlock()
+}
+
+// ResumeToken is the latest resume token the gateway gave this session
+// (session.resume_token or session.resumed), "" when none: with it, a new
+// connection may resume the session (Options.Resume).
+func (c *Client) ResumeToken() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token
 }
 
 // Call sends a request on route and waits for its one answer; ctx bounds
@@ -274,10 +314,21 @@ func (c *Client) dispatch(f envelope.Frame) {
 			any(f.RouteID, f.Body)
 		}
 	case envelope.Notice:
-		fn := c.notice
+		if codes.IsNotice(codes.Code(f.Code)) {
+			fn := c.notice
+			c.mu.Unlock()
+			if fn != nil {
+				fn(f.Code, f.Message)
+			}
+			return
+		}
+		if f.Token != "" {
+			c.token = f.Token
+		}
+		fn := c.status
 		c.mu.Unlock()
 		if fn != nil {
-			fn(f.Code, f.Message)
+			fn(Status{Code: f.Code, Message: f.Message, Token: f.Token, GraceMS: f.GraceMS})
 		}
 	default: // heartbeat echoes need nothing
 		c.mu.Unlock()

@@ -31,7 +31,7 @@ type transport interface {
 
 // dialTransport connects as o says: TCP or a WebSocket, either over TLS
 // when o.TLS is set. ctx bounds the dial and every handshake.
-func dialTransport(ctx context.Context, addr string, o Options, codec envelope.Codec) (transport, error) {
+func dialTransport(ctx context.Context, addr string, o Options, codec envelope.Framer) (transport, error) {
 	var d net.Dialer
 	switch o.Transport {
 	case "", "tcp":
@@ -58,7 +58,7 @@ func dialTransport(ctx context.Context, addr string, o Options, codec envelope.C
 type streamTransport struct {
 	nc    net.Conn
 	br    *bufio.Reader
-	codec envelope.Codec
+	codec envelope.Framer
 	wbuf  []byte
 }
 
@@ -99,7 +99,7 @@ func (s *streamTransport) localAddr() net.Addr { return s.nc.LocalAddr() }
 // u32 length prefix for idlen, typelen and lenprefix, text for delimiter.
 type wsTransport struct {
 	ws    *websocket.Conn
-	codec envelope.Codec
+	codec envelope.Framer
 	typ   websocket.MessageType
 	local net.Addr
 	wbuf  []byte
@@ -107,7 +107,7 @@ type wsTransport struct {
 
 // dialWS upgrades at ws://addr/path (wss:// with o.TLS), sending o.Origin
 // as the Origin header when set.
-func dialWS(ctx context.Context, addr string, o Options, codec envelope.Codec, d *net.Dialer) (transport, error) {
+func dialWS(ctx context.Context, addr string, o Options, codec envelope.Framer, d *net.Dialer) (transport, error) {
 	path := o.Path
 	if path == "" {
 		path = "/ws"

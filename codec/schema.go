@@ -17,7 +17,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/shieldrpc/shield/codes"
-	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
 )
 
@@ -49,15 +48,6 @@ func SchemaName(r *descriptor.Route) string {
 		return r.RequestSchema
 	}
 	return r.Name
-}
-
-// Validated reports whether a route's requests are JSON-decoded and so may
-// be validated: a client-to-server route whose body reaches its handler as
-// a decoded value. forward_raw, drop and a request_codec other than json
-// hand over (or drop) the raw bytes, and a schema could not apply to them.
-func Validated(r *descriptor.Route) bool {
-	return r.Direction.FromClient() && r.Action != config.ForwardRaw && r.Action != config.Drop &&
-		(r.RequestCodec == "" || r.RequestCodec == JSONName)
 }
 
 // SchemaError is a route whose schema cannot be used: its explicit
@@ -213,13 +203,12 @@ func (s *Schemas) File(route uint32) string {
 	return ""
 }
 
-// Validate checks a request body of route against the route's schema. It
-// returns nil when the route has no schema, when the body is valid, and
-// when the body is not JSON: SPEC §2 hands a json route's non-JSON body to
-// the handler as a string, which no schema describes. (The runtime should
-// call it only for bodies that DecodeJSON accepted, and on the bytes it
-// decoded, after UnwrapLegacy; the empty body, which the handler gets as
-// nil, is not JSON either.)
+// Validate checks a JSON request body of route against the route's
+// schema. It returns nil when the route has no schema and when the body is
+// valid. A body that is not JSON is validated as the JSON string holding
+// its bytes, which is what a json route's handler gets for it (SPEC §6);
+// DecodeRequest validates the empty body, which the handler gets as nil,
+// as null.
 //
 // The body is parsed with encoding/json and UseNumber, so numbers keep
 // their exact text for the validator (a 2^63 stays 2^63). A violation is
@@ -232,14 +221,23 @@ func (s *Schemas) File(route uint32) string {
 //
 // A nil *Schemas validates nothing.
 func (s *Schemas) Validate(route uint32, body []byte) error {
+	if !s.Has(route) {
+		return nil
+	}
+	v, ok := parseJSON(body)
+	if !ok {
+		return s.validateValue(route, string(body))
+	}
+	return s.validateValue(route, v)
+}
+
+// validateValue checks v, a value as encoding/json decodes it with
+// UseNumber, against route's schema.
+func (s *Schemas) validateValue(route uint32, v any) error {
 	if s == nil {
 		return nil
 	}
 	rs, ok := s.byRoute[route]
-	if !ok {
-		return nil
-	}
-	v, ok := parseJSON(body)
 	if !ok {
 		return nil
 	}

@@ -140,13 +140,16 @@ func TestSchemaViolationMessages(t *testing.T) {
 	}
 }
 
-// TestSchemaNotJSON: bodies that are not one JSON value reach the handler
-// as strings (SPEC §2), so no schema applies to them.
+// TestSchemaNotJSON: a body that is not one JSON value reaches the handler
+// as a string (SPEC §2), and is validated as that string (SPEC §6): the
+// move schema wants an object, so every one is a violation at "/".
 func TestSchemaNotJSON(t *testing.T) {
 	s := newMoveSchemas(t)
 	for _, body := range []string{"", "hello", `{"x":1`, `{"x":1,"y":2} {}`, `{"x":"a"} x`} {
-		if err := s.Validate(1, []byte(body)); err != nil {
-			t.Errorf("%q: %v", body, err)
+		err := s.Validate(1, []byte(body))
+		var ce *codes.Error
+		if !errors.As(err, &ce) || ce.Code != codes.SchemaViolation || ce.Message != "/: expected object, but got string" {
+			t.Errorf("%q: %v, want the string refused at /", body, err)
 		}
 	}
 	// Whitespace around one value is still one value.

@@ -48,8 +48,29 @@ const (
 	SessionKicked      Code = "session.kicked"
 	SessionIdleTimeout Code = "session.idle_timeout"
 	SessionRateLimited Code = "session.rate_limited"
+	SessionAuthTimeout Code = "session.auth_timeout"
+	SessionTargetLost  Code = "session.target_lost"
 	GatewayDraining    Code = "gateway.draining"
 )
+
+// Status codes: sent on route 0, and the session goes on (SPEC §3). A
+// client ignores status codes it does not know.
+const (
+	SessionResumeToken  Code = "session.resume_token"  // with token: after each bind
+	SessionResumed      Code = "session.resumed"       // with token: a resume took the session over
+	SessionResumeFailed Code = "session.resume_failed" // with message: the connection goes on as a new session
+	GatewayDrainStarted Code = "gateway.drain_started" // with grace_ms: the drain began
+)
+
+// IsNotice reports whether c is one of the notice codes, which close the
+// session; any other code on a route-0 frame is a status (SPEC §3).
+func IsNotice(c Code) bool {
+	switch c {
+	case SessionKicked, SessionIdleTimeout, SessionRateLimited, SessionAuthTimeout, SessionTargetLost, GatewayDraining:
+		return true
+	}
+	return false
+}
 
 // Reason is the code without its "client_rpc." prefix, as metric labels use it
 // (shield_edge_dropped_total{reason="route_not_found"}).

@@ -1,10 +1,11 @@
-// Package egress holds what flows from services back to clients: the answer
-// to a request, a push to one or many sessions, and the session operations a
-// service may ask for (bind, kick), plus Gateway, the interface the gateway
-// implements to receive them and check them (SPEC §4 and §7).
+// Package egress holds what flows from services back to clients (SPEC §4
+// and §7): the answer to a request, a push to one or many sessions, the
+// session operations a service may ask for (bind, kick), Sink, the
+// interface through which services send all of them, and Check, the
+// egress table of SPEC §7 in its order.
 //
 // Every type here is plain data (no channels, no pointers into live
-// objects), so that a later step can carry it between nodes.
+// objects), so that it can be carried between nodes.
 package egress
 
 import (
@@ -20,7 +21,7 @@ type ClientRef struct {
 	SessionID uint64
 	Epoch     uint64
 	PlayerID  string // empty before bind
-	Gateway   string
+	Gateway   string // the node name of the gateway holding the session
 }
 
 // ActorID names one VM of one service.
@@ -29,17 +30,19 @@ type ActorID struct {
 	Instance int
 }
 
-// Response is the one answer to a client request: a body, or an error.
-// It goes to the session that sent the request whatever its epoch is now,
-// and is dropped only when that session is gone (SPEC §7).
+// Response is the one answer to a client request: a body, or an error;
+// or, for a notify, the record of how it ended (nothing is written). It
+// goes to the session that sent the request whatever its epoch is now, and
+// is dropped only when that session is gone (SPEC §7). Build it with
+// ingress.ClientIngress.Answer, the one constructor every producer uses.
 type Response struct {
 	SessionID uint64
 	RouteID   uint32
 	RequestID uint64
 	Body      []byte
 	Err       *codes.Error // set: an error frame instead of a response
-	// Notify marks the end of a notify's handler: nothing is written, but
-	// the session's max_inflight count goes down.
+	// Notify marks a notify's end: nothing is written, but the session's
+	// in-flight count goes down and the outcome is counted.
 	Notify bool
 	// For metrics: the service that answered, the route's name, and when
 	// the gateway received the request.
@@ -58,51 +61,39 @@ type Push struct {
 	Targets []ClientRef
 }
 
-// BindRequest asks the gateway to move a session to a new target and
-// player, by compare-and-set on Ref.Epoch (SPEC §4).
+// BindRequest asks the gateway holding a session to move it to a new
+// target and player, by compare-and-set on Ref.Epoch (SPEC §4). The
+// caller resolves the target VM (fnv1a64(player_id) % instances), so the
+// gateway needs to know nothing of services.
 type BindRequest struct {
 	Ref      ClientRef // the session and the epoch the caller saw
 	PlayerID string
-	Target   string  // the service to bind to
+	Target   ActorID // the VM the session is bound to from now on
 	Caller   ActorID // only the session's current target VM may bind it
 }
 
-// Gateway receives what services send towards clients. Every method is
-// safe for concurrent use and never blocks on a client.
-type Gateway interface {
-	// Name is the gateway's node name, carried in every ClientRef.
-	Name() string
+// BindDone receives a bind's outcome: the session's new ref, or the error
+// (epoch_expired, not_target, player_online, session_not_found,
+// gateway_mismatch, unavailable). It may run on any goroutine, before or
+// after Bind returns, and must not block.
+type BindDone func(ClientRef, *codes.Error)
+
+// Sink receives what services send towards clients: the gateway in one
+// process, the cluster transport across nodes. Every method is safe for
+// concurrent use and never blocks on a client.
+type Sink interface {
 	// Respond queues the answer to a request, or accounts for the end of
 	// a notify.
 	Respond(r *Response)
-	// Push checks each target (SPEC §7's table, in order) and queues the
-	// frame for those that pass. codes[i] is "" for an accepted target and
-	// the rejection code otherwise; codes has len(p.Targets) entries.
-	Push(p *Push) (codes []codes.Code)
-	// Bind replaces the session's target and player and returns the new
-	// ref, or fails with epoch_expired, not_target, player_online or
-	// session_not_found.
-	Bind(b *BindRequest) (ClientRef, error)
-	// Kick closes the session with a session.kicked notice, if ref still
-	// names its current epoch.
-	Kick(ref ClientRef, reason string) error
-}
-
-// CheckRef runs SPEC §7's checks of a push target against the session it
-// names, in order, after the route's direction (checked once per push):
-// the gateway, the session, the epoch, the player. found reports whether
-// the session exists; cur is its current ref. It returns "" when the ref
-// is accepted so far (the queue is checked last, by the caller).
-func CheckRef(ref ClientRef, gateway string, found bool, cur ClientRef) codes.Code {
-	switch {
-	case ref.Gateway != gateway:
-		return codes.GatewayMismatch
-	case !found:
-		return codes.SessionNotFound
-	case ref.Epoch != cur.Epoch:
-		return codes.EpochExpired
-	case ref.PlayerID != cur.PlayerID:
-		return codes.PlayerMismatch
-	}
-	return ""
+	// Push runs SPEC §7's checks for each target and queues the frame for
+	// those that pass. The result has one entry per target: "" for an
+	// accepted one, the rejection code otherwise.
+	Push(p *Push) []codes.Code
+	// Bind asks for a rebind; done gets the outcome exactly once. Under
+	// duplicate_login kick_old, the old session's Disconnected is queued
+	// to its target before done runs.
+	Bind(b *BindRequest, done BindDone)
+	// Kick closes the session ref names with a session.kicked notice
+	// whose message is reason, if ref passes SPEC §7's checks.
+	Kick(ref ClientRef, reason string) *codes.Error
 }

@@ -16,32 +16,35 @@ import (
 // JSON whitespace and so accepted (and counted). An empty line is not a JSON
 // object: bad_wrapper, like any other non-object.
 
-// delimiterCodec is the delimiter Codec for one side.
-type delimiterCodec struct {
+// delimiterFramer is the delimiter Framer for one side.
+type delimiterFramer struct {
 	side     Side
 	maxBytes int
 }
 
-var _ Codec = (*delimiterCodec)(nil)
+var _ Framer = (*delimiterFramer)(nil)
 
 // Name returns "delimiter".
-func (c *delimiterCodec) Name() string { return NameDelimiter }
+func (c *delimiterFramer) Name() string { return NameDelimiter }
 
 // Text reports true: over WebSocket a wrapper is a text message.
-func (c *delimiterCodec) Text() bool { return true }
+func (c *delimiterFramer) Text() bool { return true }
 
 // Legacy reports true: routes travel in the wrapper.
-func (c *delimiterCodec) Legacy() bool { return true }
+func (c *delimiterFramer) Legacy() bool { return true }
+
+// MaxFrameBytes returns the frame cap.
+func (c *delimiterFramer) MaxFrameBytes() int { return c.maxBytes }
 
 // MaxRouteID returns the largest route_id a wrapper may hold.
-func (c *delimiterCodec) MaxRouteID() uint32 { return math.MaxUint32 }
+func (c *delimiterFramer) MaxRouteID() uint32 { return math.MaxUint32 }
 
 // ReadFrame reads one line. A line that fits r's buffer is parsed where it
 // lies; a longer one is gathered chunk by chunk, and the read stops with
 // too_large as soon as the line passes max_frame_bytes, so a client cannot
 // make the gateway buffer more than that (ReadBytes would grow without
 // bound).
-func (c *delimiterCodec) ReadFrame(r *bufio.Reader) (Frame, error) {
+func (c *delimiterFramer) ReadFrame(r *bufio.Reader) (Frame, error) {
 	chunk, err := r.ReadSlice('\n')
 	if err == nil {
 		line := chunk[:len(chunk)-1]
@@ -79,7 +82,7 @@ func (c *delimiterCodec) ReadFrame(r *bufio.Reader) (Frame, error) {
 // grow makes room for n more bytes of a line already checked to stay within
 // max_frame_bytes, doubling as append does but never past the limit, so the
 // buffer of a line is never larger than max_frame_bytes.
-func (c *delimiterCodec) grow(line []byte, n int) []byte {
+func (c *delimiterFramer) grow(line []byte, n int) []byte {
 	need := len(line) + n
 	if need <= cap(line) {
 		return line
@@ -88,21 +91,24 @@ func (c *delimiterCodec) grow(line []byte, n int) []byte {
 }
 
 // tooLarge reports a line of at least n bytes.
-func (c *delimiterCodec) tooLarge(n int) error {
+func (c *delimiterFramer) tooLarge(n int) error {
 	return protoErr(ReasonTooLarge, "line of %d+ bytes above max_frame_bytes %d", n, c.maxBytes)
 }
 
 // DecodeMessage decodes one wrapper without its newline, as a WebSocket text
 // message carries it.
-func (c *delimiterCodec) DecodeMessage(msg []byte) (Frame, error) {
+func (c *delimiterFramer) DecodeMessage(msg []byte) (Frame, error) {
 	if len(msg) > c.maxBytes {
 		return Frame{}, protoErr(ReasonTooLarge, "message of %d bytes above max_frame_bytes %d", len(msg), c.maxBytes)
 	}
 	return decodeWrapper(msg, c.side)
 }
 
+// FrameSize is the length of f's wrapper, what max_frame_bytes caps.
+func (c *delimiterFramer) FrameSize(f *Frame) int { return legacySize(f, NameDelimiter, true) }
+
 // AppendFrame appends the wrapper and its newline.
-func (c *delimiterCodec) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
+func (c *delimiterFramer) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 	out, err := c.AppendMessage(dst, f)
 	if err != nil {
 		return dst, err
@@ -111,6 +117,6 @@ func (c *delimiterCodec) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 }
 
 // AppendMessage appends the wrapper, on one line, without the newline.
-func (c *delimiterCodec) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
+func (c *delimiterFramer) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
 	return appendWrapper(dst, f, NameDelimiter, true)
 }

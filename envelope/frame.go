@@ -20,7 +20,9 @@ const (
 	// Heartbeat is sent by a client and echoed by the gateway.
 	Heartbeat Kind = 5
 	// Notice carries a code and a message just before the gateway closes a
-	// session on purpose (session.kicked, gateway.draining, ...).
+	// session on purpose (session.kicked, gateway.draining, ...), or a
+	// status the session goes on after (session.resume_token,
+	// gateway.drain_started, ...): both are type 6 on the wire.
 	Notice Kind = 6
 	// Notify is a client message that never gets an answer.
 	Notify Kind = 7
@@ -68,11 +70,11 @@ func parseKind(s string) (Kind, bool) {
 //
 //	Request    RouteID Route RequestID Body
 //	Notify     RouteID Route           Body
-//	Heartbeat  -
+//	Heartbeat                                            Token (a resume)
 //	Response   RouteID Route RequestID Body
 //	Push       RouteID Route           Body
 //	Error      RouteID Route RequestID      Code Message
-//	Notice                                  Code Message
+//	Notice                                  Code Message Token GraceMS
 //
 // Route is only on the legacy envelopes' wire; idlen never carries an Error's
 // RouteID (its header says 0).
@@ -97,6 +99,12 @@ type Frame struct {
 	// carry them as the JSON body {"code":"...","message":"..."}.
 	Code    string
 	Message string
+	// Token is a resume token: a client's resume frame (a Heartbeat whose
+	// body is {"resume":"<token>"}) and the status frames
+	// session.resume_token and session.resumed carry one.
+	Token string
+	// GraceMS is the grace_ms of the status frame gateway.drain_started.
+	GraceMS int64
 }
 
 // headerFrame builds the Frame of a header envelope (idlen, typelen) from
@@ -111,15 +119,24 @@ func headerFrame(kind Kind, routeID uint32, requestID uint64, body []byte, owned
 	case Notify, Push:
 		f.RouteID, f.Body = routeID, ownBody(body, owned)
 	case Error, Notice:
-		code, msg, err := parseStatus(body)
+		st, err := parseStatus(body)
 		if err != nil {
 			return Frame{}, err
 		}
-		f.Code, f.Message = code, msg
+		f.Code, f.Message = st.code, st.message
 		if kind == Error {
 			f.RouteID, f.RequestID = routeID, requestID
+		} else {
+			f.Token, f.GraceMS = st.token, st.graceMS
 		}
 	case Heartbeat:
+		if len(body) > 0 {
+			tok, err := parseResume(body)
+			if err != nil {
+				return Frame{}, err
+			}
+			f.Token = tok
+		}
 	default:
 		// classify never returns another kind; failing closed keeps a
 		// future kind from being decoded half-way.
@@ -146,22 +163,32 @@ func ownBody(body []byte, owned bool) []byte {
 func appendHeaderBody(dst []byte, f *Frame) []byte {
 	switch f.Kind {
 	case Error, Notice:
-		return appendStatus(dst, f.Code, f.Message)
+		return appendStatus(dst, f)
 	case Request, Response, Notify, Push:
 		return append(dst, f.Body...)
+	case Heartbeat:
+		if f.Token != "" {
+			return appendResume(dst, f.Token)
+		}
+		return dst
 	default:
 		return dst
 	}
 }
 
-// headerBodySize is how many bytes appendHeaderBody will append, give or
-// take escapes, so that encoders grow dst once.
+// headerBodySize is how many bytes appendHeaderBody will append, exactly,
+// so that encoders grow dst once and FrameSize needs no encoding.
 func headerBodySize(f *Frame) int {
 	switch f.Kind {
 	case Error, Notice:
-		return len(`{"code":"","message":""}`) + len(f.Code) + len(f.Message)
+		return statusSize(f)
 	case Request, Response, Notify, Push:
 		return len(f.Body)
+	case Heartbeat:
+		if f.Token != "" {
+			return len(`{"resume":}`) + jsonStringSize(f.Token)
+		}
+		return 0
 	default:
 		return 0
 	}

@@ -122,7 +122,7 @@ func fuzzCodec(t *testing.T, env string, data []byte) {
 
 // checkReencode checks that a decoded frame encodes, as a stream frame and
 // as a message, and decodes back to itself.
-func checkReencode(t *testing.T, c, back Codec, f Frame) {
+func checkReencode(t *testing.T, c, back Framer, f Frame) {
 	wire, err := c.AppendFrame(nil, &f)
 	if err != nil {
 		t.Fatalf("%s: decoded frame %+v does not encode: %v", c.Name(), f, err)

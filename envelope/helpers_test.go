@@ -10,7 +10,7 @@ import (
 )
 
 // mustNew returns the named codec or fails the test.
-func mustNew(tb testing.TB, name string, side Side, maxBytes int) Codec {
+func mustNew(tb testing.TB, name string, side Side, maxBytes int) Framer {
 	tb.Helper()
 	c, err := New(name, side, maxBytes)
 	if err != nil {
@@ -71,7 +71,7 @@ func (s *splitReader) Read(p []byte) (int, error) {
 
 // readAll reads frames until the first error, which it returns (io.EOF for
 // a clean end).
-func readAll(c Codec, r *bufio.Reader) ([]Frame, error) {
+func readAll(c Framer, r *bufio.Reader) ([]Frame, error) {
 	var frames []Frame
 	for {
 		f, err := c.ReadFrame(r)

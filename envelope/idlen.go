@@ -49,30 +49,33 @@ func appendIdlenHeader(dst []byte, routeID, requestID uint32) []byte {
 		byte(requestID>>24), byte(requestID>>16), byte(requestID>>8), byte(requestID))
 }
 
-// idlenCodec is the idlen Codec for one side.
-type idlenCodec struct {
+// idlenFramer is the idlen Framer for one side.
+type idlenFramer struct {
 	side     Side
 	maxBytes int
 }
 
-var _ Codec = (*idlenCodec)(nil)
+var _ Framer = (*idlenFramer)(nil)
 
 // Name returns "idlen".
-func (c *idlenCodec) Name() string { return NameIdlen }
+func (c *idlenFramer) Name() string { return NameIdlen }
 
 // Text reports false: idlen messages are binary.
-func (c *idlenCodec) Text() bool { return false }
+func (c *idlenFramer) Text() bool { return false }
 
 // Legacy reports false: the route is in the header.
-func (c *idlenCodec) Legacy() bool { return false }
+func (c *idlenFramer) Legacy() bool { return false }
+
+// MaxFrameBytes returns the frame cap.
+func (c *idlenFramer) MaxFrameBytes() int { return c.maxBytes }
 
 // MaxRouteID returns the largest u24.
-func (c *idlenCodec) MaxRouteID() uint32 { return MaxIdlenRouteID }
+func (c *idlenFramer) MaxRouteID() uint32 { return MaxIdlenRouteID }
 
 // ReadFrame reads one length-prefixed idlen frame. Everything that the
 // header alone decides (version, route 0 misuse) is checked before the body
 // is read or allocated.
-func (c *idlenCodec) ReadFrame(r *bufio.Reader) (Frame, error) {
+func (c *idlenFramer) ReadFrame(r *bufio.Reader) (Frame, error) {
 	n, err := readLength(r, IdlenHeaderSize, c.maxBytes)
 	if err != nil {
 		return Frame{}, err
@@ -93,7 +96,7 @@ func (c *idlenCodec) ReadFrame(r *bufio.Reader) (Frame, error) {
 }
 
 // DecodeMessage decodes an idlen frame without its length prefix.
-func (c *idlenCodec) DecodeMessage(msg []byte) (Frame, error) {
+func (c *idlenFramer) DecodeMessage(msg []byte) (Frame, error) {
 	if err := checkMessage(msg, IdlenHeaderSize, c.maxBytes); err != nil {
 		return Frame{}, err
 	}
@@ -109,7 +112,7 @@ func (c *idlenCodec) DecodeMessage(msg []byte) (Frame, error) {
 
 // classify derives the kind from the header and the body's length, applying
 // SPEC.md's tables for the side's direction.
-func (c *idlenCodec) classify(h *idlenHeader, bodyLen int) (Kind, error) {
+func (c *idlenFramer) classify(h *idlenHeader, bodyLen int) (Kind, error) {
 	if v := h.version(); v != Version {
 		return 0, protoErr(ReasonBadVersion, "idlen version %d", v)
 	}
@@ -120,7 +123,8 @@ func (c *idlenCodec) classify(h *idlenHeader, bodyLen int) (Kind, error) {
 			return Request, nil
 		case route != 0:
 			return Notify, nil
-		case rid == 0 && bodyLen == 0:
+		case rid == 0:
+			// With a body, a resume (headerFrame checks it is one).
 			return Heartbeat, nil
 		default:
 			return 0, protoErr(ReasonBadSystemFrame, "route_id 0 with request_id %d and a %d-byte body", rid, bodyLen)
@@ -140,8 +144,12 @@ func (c *idlenCodec) classify(h *idlenHeader, bodyLen int) (Kind, error) {
 	}
 }
 
+// FrameSize is the length of f's idlen frame without its length prefix:
+// the value its length field holds.
+func (c *idlenFramer) FrameSize(f *Frame) int { return IdlenHeaderSize + headerBodySize(f) }
+
 // AppendFrame appends the length-prefixed idlen frame.
-func (c *idlenCodec) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
+func (c *idlenFramer) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 	dst, start := beginLength(dst, IdlenHeaderSize+headerBodySize(f))
 	out, err := c.AppendMessage(dst, f)
 	if err != nil {
@@ -153,7 +161,7 @@ func (c *idlenCodec) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 // AppendMessage appends the idlen frame without its length prefix. It
 // refuses a frame that the peer would decode as another kind (a Response
 // without a request_id reads as a Push) or whose ids overflow the header.
-func (c *idlenCodec) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
+func (c *idlenFramer) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
 	route, rid, err := idlenIDs(f)
 	if err != nil {
 		return dst, err

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // The legacy envelopes (lenprefix, delimiter) carry each frame as one JSON
@@ -22,6 +23,7 @@ import (
 //     written without fraction, exponent or sign; anything else is
 //     bad_wrapper;
 //   - route_id 0 counts as absent, so the route is then named by route;
+//   - a notice's token and grace_ms are a status frame's (SPEC §3);
 //   - only the fields the frame's kind carries are kept (see Frame).
 //
 // Encoding writes the keys in the fixed order type, route, route_id,
@@ -36,6 +38,8 @@ type wrapper struct {
 	requestID uint64
 	code      string
 	message   string
+	token     string
+	graceMS   int64
 	payload   json.RawMessage // a fresh copy, owned by the caller
 }
 
@@ -65,6 +69,14 @@ func parseWrapper(data []byte) (wrapper, error) {
 	if w.message, _, ok = jsonString(m["message"]); !ok {
 		return wrapper{}, badField("message", m["message"])
 	}
+	if w.token, _, ok = jsonString(m["token"]); !ok {
+		return wrapper{}, badField("token", m["token"])
+	}
+	grace, ok := jsonUint(m["grace_ms"], math.MaxInt64)
+	if !ok {
+		return wrapper{}, badField("grace_ms", m["grace_ms"])
+	}
+	w.graceMS = int64(grace)
 	routeID, ok := jsonUint(m["route_id"], math.MaxUint32)
 	if !ok {
 		return wrapper{}, badField("route_id", m["route_id"])
@@ -111,9 +123,18 @@ func legacyFrame(w wrapper, side Side) (Frame, error) {
 	case Error:
 		f.Route, f.RouteID, f.RequestID, f.Code, f.Message = w.route, w.routeID, w.requestID, w.code, w.message
 	case Notice:
-		f.Code, f.Message = w.code, w.message
+		f.Code, f.Message, f.Token, f.GraceMS = w.code, w.message, w.token, w.graceMS
 	default:
-		// Heartbeat carries nothing; parseKind admits no other kind.
+		// A heartbeat carries nothing, but a client's first one may be a
+		// resume: {"type":"heartbeat","payload":{"resume":"<token>"}}.
+		// Other payloads are ignored, as they always were.
+		if side == FromClient && isResumePayload(w.payload) {
+			tok, err := parseResume(w.payload)
+			if err != nil {
+				return Frame{}, protoErr(ReasonBadWrapper, "heartbeat payload is not a resume: %q", prefix(w.payload))
+			}
+			f.Token = tok
+		}
 	}
 	if side == FromClient {
 		switch kind {
@@ -137,6 +158,17 @@ func legacyFrame(w wrapper, side Side) (Frame, error) {
 	default:
 		return Frame{}, protoErr(ReasonBadType, "type %q from the gateway", kind.String())
 	}
+}
+
+// isResumePayload reports whether a heartbeat's payload is an object with
+// a "resume" key, which makes it a resume.
+func isResumePayload(p json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &m) != nil {
+		return false
+	}
+	_, ok := m["resume"]
+	return ok
 }
 
 // nonEmpty returns nil for an empty payload, so that a decoded Body is nil
@@ -168,6 +200,10 @@ func appendWrapper(dst []byte, f *Frame, env string, oneLine bool) ([]byte, erro
 	dst = append(dst, `{"type":`...)
 	dst = appendJSONString(dst, f.Kind.String())
 	if f.Kind == Heartbeat {
+		if f.Token != "" {
+			dst = append(dst, `,"payload":`...)
+			dst = appendResume(dst, f.Token)
+		}
 		return append(dst, '}'), nil
 	}
 	if f.Kind != Notice {
@@ -189,10 +225,20 @@ func appendWrapper(dst []byte, f *Frame, env string, oneLine bool) ([]byte, erro
 	}
 	switch f.Kind {
 	case Error, Notice:
+		// The status body's keys, at the top level (SPEC §3).
 		dst = append(dst, `,"code":`...)
 		dst = appendJSONString(dst, f.Code)
-		dst = append(dst, `,"message":`...)
-		dst = appendJSONString(dst, f.Message)
+		switch {
+		case f.Kind == Notice && f.Token != "":
+			dst = append(dst, `,"token":`...)
+			dst = appendJSONString(dst, f.Token)
+		case f.Kind == Notice && f.GraceMS > 0:
+			dst = append(dst, `,"grace_ms":`...)
+			dst = strconv.AppendInt(dst, f.GraceMS, 10)
+		default:
+			dst = append(dst, `,"message":`...)
+			dst = appendJSONString(dst, f.Message)
+		}
 	default:
 		if len(f.Body) > 0 {
 			dst = append(dst, `,"payload":`...)
@@ -230,7 +276,27 @@ func checkWrapper(f *Frame, env string) error {
 // wrapperSize estimates appendWrapper's output so dst grows once.
 func wrapperSize(f *Frame) int {
 	const keys = len(`{"type":"","route":"","route_id":4294967295,"request_id":18446744073709551615,"code":"","message":"","payload":}`)
-	return keys + len("heartbeat") + len(f.Route) + len(f.Code) + len(f.Message) + len(f.Body)
+	return keys + len("heartbeat") + len(f.Route) + len(f.Code) + len(f.Message) + len(f.Token) + len(`,"token":"","grace_ms":9223372036854775807`) + len(f.Body)
+}
+
+// wrapperBuffers are scratch buffers for legacySize.
+var wrapperBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// legacySize is the length of f's wrapper, measured by encoding it into a
+// scratch buffer: the wrapper's escapes and a delimiter payload's dropped
+// newlines make counting it as error-prone as writing it.
+func legacySize(f *Frame, env string, oneLine bool) int {
+	bp := wrapperBuffers.Get().(*[]byte)
+	out, err := appendWrapper((*bp)[:0], f, env, oneLine)
+	n := len(out)
+	if err != nil {
+		n = 0
+	}
+	if cap(out) <= 64<<10 {
+		*bp = out[:0]
+	}
+	wrapperBuffers.Put(bp)
+	return n
 }
 
 // appendPayload appends a payload already checked to be valid JSON, without

@@ -18,31 +18,34 @@ import (
 // A length of 0 is too_short: there is no header, but an empty wrapper is
 // never a frame.
 
-// lenprefixCodec is the lenprefix Codec for one side.
-type lenprefixCodec struct {
+// lenprefixFramer is the lenprefix Framer for one side.
+type lenprefixFramer struct {
 	side     Side
 	maxBytes int
 }
 
-var _ Codec = (*lenprefixCodec)(nil)
+var _ Framer = (*lenprefixFramer)(nil)
 
 // Name returns "lenprefix".
-func (c *lenprefixCodec) Name() string { return NameLenprefix }
+func (c *lenprefixFramer) Name() string { return NameLenprefix }
 
 // Text reports false: lenprefix messages travel as binary WebSocket
 // messages, as SPEC.md says.
-func (c *lenprefixCodec) Text() bool { return false }
+func (c *lenprefixFramer) Text() bool { return false }
 
 // Legacy reports true: routes travel in the wrapper.
-func (c *lenprefixCodec) Legacy() bool { return true }
+func (c *lenprefixFramer) Legacy() bool { return true }
+
+// MaxFrameBytes returns the frame cap.
+func (c *lenprefixFramer) MaxFrameBytes() int { return c.maxBytes }
 
 // MaxRouteID returns the largest route_id a wrapper may hold.
-func (c *lenprefixCodec) MaxRouteID() uint32 { return math.MaxUint32 }
+func (c *lenprefixFramer) MaxRouteID() uint32 { return math.MaxUint32 }
 
 // ReadFrame reads one length-prefixed wrapper. A wrapper that fits r's
 // buffer is parsed where it lies, with no copy; a longer one is read into a
 // buffer of exactly its length (bounded by max_frame_bytes).
-func (c *lenprefixCodec) ReadFrame(r *bufio.Reader) (Frame, error) {
+func (c *lenprefixFramer) ReadFrame(r *bufio.Reader) (Frame, error) {
 	n, err := readLength(r, 1, c.maxBytes)
 	if err != nil {
 		return Frame{}, err
@@ -67,15 +70,18 @@ func (c *lenprefixCodec) ReadFrame(r *bufio.Reader) (Frame, error) {
 }
 
 // DecodeMessage decodes one wrapper without its length prefix.
-func (c *lenprefixCodec) DecodeMessage(msg []byte) (Frame, error) {
+func (c *lenprefixFramer) DecodeMessage(msg []byte) (Frame, error) {
 	if err := checkMessage(msg, 1, c.maxBytes); err != nil {
 		return Frame{}, err
 	}
 	return decodeWrapper(msg, c.side)
 }
 
+// FrameSize is the length of f's wrapper, what max_frame_bytes caps.
+func (c *lenprefixFramer) FrameSize(f *Frame) int { return legacySize(f, NameLenprefix, false) }
+
 // AppendFrame appends the length-prefixed wrapper.
-func (c *lenprefixCodec) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
+func (c *lenprefixFramer) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 	dst, start := beginLength(dst, wrapperSize(f))
 	out, err := c.AppendMessage(dst, f)
 	if err != nil {
@@ -85,6 +91,6 @@ func (c *lenprefixCodec) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 }
 
 // AppendMessage appends the wrapper alone.
-func (c *lenprefixCodec) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
+func (c *lenprefixFramer) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
 	return appendWrapper(dst, f, NameLenprefix, false)
 }

@@ -3,40 +3,117 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"unicode/utf8"
 )
 
-// The status body of Error and Notice frames on the header envelopes is
-// {"code":"...","message":"..."}: exactly these keys in this order, compact,
-// without HTML escaping, so that clients and tests may compare it byte for
-// byte.
+// The status body of Error and Notice frames on the header envelopes is a
+// compact JSON object whose first key is "code" (SPEC §3), without HTML
+// escaping, so that clients and tests may compare it byte for byte:
+//
+//	{"code":"...","message":"..."}     an error, a notice, session.resume_failed
+//	{"code":"...","token":"..."}       session.resume_token, session.resumed
+//	{"code":"...","grace_ms":N}        gateway.drain_started
+//
+// A Notice with a Token is written with it, else one with a GraceMS with
+// it, else with its Message; an Error always has a message.
 
-// appendStatus appends the status JSON body for code and message.
-func appendStatus(dst []byte, code, message string) []byte {
+// appendStatus appends f's status JSON body.
+func appendStatus(dst []byte, f *Frame) []byte {
 	dst = append(dst, `{"code":`...)
-	dst = appendJSONString(dst, code)
-	dst = append(dst, `,"message":`...)
-	dst = appendJSONString(dst, message)
+	dst = appendJSONString(dst, f.Code)
+	switch {
+	case f.Kind == Notice && f.Token != "":
+		dst = append(dst, `,"token":`...)
+		dst = appendJSONString(dst, f.Token)
+	case f.Kind == Notice && f.GraceMS > 0:
+		dst = append(dst, `,"grace_ms":`...)
+		dst = strconv.AppendInt(dst, f.GraceMS, 10)
+	default:
+		dst = append(dst, `,"message":`...)
+		dst = appendJSONString(dst, f.Message)
+	}
 	return append(dst, '}')
 }
 
+// statusSize is the length of appendStatus's output for f.
+func statusSize(f *Frame) int {
+	n := len(`{"code":}`) + jsonStringSize(f.Code)
+	switch {
+	case f.Kind == Notice && f.Token != "":
+		return n + len(`,"token":`) + jsonStringSize(f.Token)
+	case f.Kind == Notice && f.GraceMS > 0:
+		return n + len(`,"grace_ms":`) + len(strconv.FormatInt(f.GraceMS, 10))
+	default:
+		return n + len(`,"message":`) + jsonStringSize(f.Message)
+	}
+}
+
+// status is a parsed status body.
+type status struct {
+	code, message, token string
+	graceMS              int64
+}
+
 // parseStatus reads a status body back. Unknown keys are ignored and a
-// missing or null key reads as empty, as encoding/json would; a body that is
-// not a JSON object, or a code or message that is not a string, is
-// bad_system_frame: a route 0 frame whose body is not what route 0 means.
-func parseStatus(body []byte) (code, message string, err error) {
+// missing or null key reads as empty, as encoding/json would; a body that
+// is not a JSON object, or a key of the wrong type (a code, message or
+// token that is not a string, a grace_ms that is not a non-negative
+// integer), is bad_system_frame: a route 0 frame whose body is not what
+// route 0 means.
+func parseStatus(body []byte) (status, error) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil || m == nil {
-		return "", "", protoErr(ReasonBadSystemFrame, "status body is not a JSON object: %q", prefix(body))
+		return status{}, protoErr(ReasonBadSystemFrame, "status body is not a JSON object: %q", prefix(body))
 	}
-	var ok bool
-	if code, _, ok = jsonString(m["code"]); !ok {
-		return "", "", protoErr(ReasonBadSystemFrame, "status \"code\" is not a string: %q", prefix(m["code"]))
+	var st status
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"code", &st.code}, {"message", &st.message}, {"token", &st.token}} {
+		v, _, ok := jsonString(m[f.key])
+		if !ok {
+			return status{}, protoErr(ReasonBadSystemFrame, "status %q is not a string: %q", f.key, prefix(m[f.key]))
+		}
+		*f.dst = v
 	}
-	if message, _, ok = jsonString(m["message"]); !ok {
-		return "", "", protoErr(ReasonBadSystemFrame, "status \"message\" is not a string: %q", prefix(m["message"]))
+	if raw := m["grace_ms"]; len(raw) > 0 && string(raw) != "null" {
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || n < 0 {
+			return status{}, protoErr(ReasonBadSystemFrame, "status \"grace_ms\" is not a count of milliseconds: %q", prefix(raw))
+		}
+		st.graceMS = n
 	}
-	return code, message, nil
+	return st, nil
+}
+
+// A client's resume frame is a heartbeat whose body is
+// {"resume":"<token>"} (SPEC §3, §4), exactly one string key.
+
+// appendResume appends a resume body.
+func appendResume(dst []byte, token string) []byte {
+	dst = append(dst, `{"resume":`...)
+	dst = appendJSONString(dst, token)
+	return append(dst, '}')
+}
+
+// maxTokenBytes bounds a resume token: SPEC §4's tokens have at most 128
+// characters.
+const maxTokenBytes = 128
+
+// parseResume reads a resume body: a JSON object holding a non-empty
+// "resume" string of at most maxTokenBytes, and nothing else. Anything
+// else on route 0 with a body is bad_system_frame.
+func parseResume(body []byte) (string, error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil || m == nil {
+		return "", protoErr(ReasonBadSystemFrame, "heartbeat body is not a resume: %q", prefix(body))
+	}
+	tok, present, ok := jsonString(m["resume"])
+	if !ok || !present || tok == "" || len(tok) > maxTokenBytes || len(m) != 1 {
+		return "", protoErr(ReasonBadSystemFrame, "heartbeat body is not a resume: %q", prefix(body))
+	}
+	return tok, nil
 }
 
 // jsonString decodes a raw JSON value that must be a string. Absent (nil) and
@@ -115,4 +192,34 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// jsonStringSize is the length of appendJSONString's output for s.
+func jsonStringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			switch {
+			case b >= 0x20 && b != '"' && b != '\\':
+				n++
+			case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t' || b == '\b' || b == '\f':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6
+		case r == '\u2028' || r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
 }

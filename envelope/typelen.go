@@ -50,29 +50,32 @@ func appendTypelenHeader(dst []byte, kind Kind, routeID uint32, requestID uint64
 	return binary.BigEndian.AppendUint64(dst, requestID)
 }
 
-// typelenCodec is the typelen Codec for one side.
-type typelenCodec struct {
+// typelenFramer is the typelen Framer for one side.
+type typelenFramer struct {
 	side     Side
 	maxBytes int
 }
 
-var _ Codec = (*typelenCodec)(nil)
+var _ Framer = (*typelenFramer)(nil)
 
 // Name returns "typelen".
-func (c *typelenCodec) Name() string { return NameTypelen }
+func (c *typelenFramer) Name() string { return NameTypelen }
 
 // Text reports false: typelen messages are binary.
-func (c *typelenCodec) Text() bool { return false }
+func (c *typelenFramer) Text() bool { return false }
 
 // Legacy reports false: the route is in the header.
-func (c *typelenCodec) Legacy() bool { return false }
+func (c *typelenFramer) Legacy() bool { return false }
+
+// MaxFrameBytes returns the frame cap.
+func (c *typelenFramer) MaxFrameBytes() int { return c.maxBytes }
 
 // MaxRouteID returns the largest u16.
-func (c *typelenCodec) MaxRouteID() uint32 { return MaxTypelenRouteID }
+func (c *typelenFramer) MaxRouteID() uint32 { return MaxTypelenRouteID }
 
 // ReadFrame reads one length-prefixed typelen frame, checking the header
 // before the body is read or allocated.
-func (c *typelenCodec) ReadFrame(r *bufio.Reader) (Frame, error) {
+func (c *typelenFramer) ReadFrame(r *bufio.Reader) (Frame, error) {
 	n, err := readLength(r, TypelenHeaderSize, c.maxBytes)
 	if err != nil {
 		return Frame{}, err
@@ -92,7 +95,7 @@ func (c *typelenCodec) ReadFrame(r *bufio.Reader) (Frame, error) {
 }
 
 // DecodeMessage decodes a typelen frame without its length prefix.
-func (c *typelenCodec) DecodeMessage(msg []byte) (Frame, error) {
+func (c *typelenFramer) DecodeMessage(msg []byte) (Frame, error) {
 	if err := checkMessage(msg, TypelenHeaderSize, c.maxBytes); err != nil {
 		return Frame{}, err
 	}
@@ -111,13 +114,14 @@ func (c *typelenCodec) DecodeMessage(msg []byte) (Frame, error) {
 // notify on route 0, a heartbeat off route 0 or with a body. A notify's or
 // heartbeat's request_id is ignored, as SPEC.md says for notify. From the
 // gateway the ids are taken as they are, since the type says everything.
-func (c *typelenCodec) check(h *typelenHeader, bodyLen int) error {
+func (c *typelenFramer) check(h *typelenHeader, bodyLen int) error {
 	if v := h.version(); v != Version {
 		return protoErr(ReasonBadVersion, "typelen version %d", v)
 	}
 	kind, route := h.kind(), h.routeID()
 	if kind == Heartbeat {
-		if route != 0 || bodyLen != 0 {
+		// From a client, a body makes it a resume (headerFrame checks).
+		if route != 0 || bodyLen != 0 && c.side != FromClient {
 			return protoErr(ReasonBadSystemFrame, "heartbeat with route_id %d and a %d-byte body", route, bodyLen)
 		}
 		return nil
@@ -145,8 +149,12 @@ func (c *typelenCodec) check(h *typelenHeader, bodyLen int) error {
 	}
 }
 
+// FrameSize is the length of f's typelen frame without its length
+// prefix: the value its length field holds.
+func (c *typelenFramer) FrameSize(f *Frame) int { return TypelenHeaderSize + headerBodySize(f) }
+
 // AppendFrame appends the length-prefixed typelen frame.
-func (c *typelenCodec) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
+func (c *typelenFramer) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 	dst, start := beginLength(dst, TypelenHeaderSize+headerBodySize(f))
 	out, err := c.AppendMessage(dst, f)
 	if err != nil {
@@ -159,7 +167,7 @@ func (c *typelenCodec) AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 // ids a kind does not carry are written as 0; a Request or Notify must have
 // what a client-side decoder demands, so that encoding never produces a
 // frame the gateway would close the connection for.
-func (c *typelenCodec) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
+func (c *typelenFramer) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
 	var route uint32
 	var rid uint64
 	switch f.Kind {

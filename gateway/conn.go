@@ -4,120 +4,268 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
-	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/envelope"
 	"github.com/shieldrpc/shield/ingress"
 	"github.com/shieldrpc/shield/session"
 )
 
-// conn is one client connection: its read loop runs on the goroutine that
-// serve was called on, and owns the session's bucket and warn state; its
+// A connection's life: serve makes a session for it (bound to its
+// listener's entry service), runs the write loop on a goroutine of its own
+// and the read loop on serve's, and ends the session when either loop
+// ends, unless the session is suspended for a resume (SPEC §4) or was
+// taken over by another connection. The first frame may be a resume,
+// which swaps the fresh session for the one it names (resume.go).
+
+// peer is the gateway's own state of one session, beside session.Session:
+// what every connection of the session shares.
+type peer struct {
+	g    *Gateway
+	s    *session.Session
+	l    *listener
+	gate ingress.Gate[held] // SPEC §5's one-at-a-time rule before login
+
+	warnMu sync.Mutex           // guards warned
+	warned map[codes.Code]int64 // last unix second a drop of that reason was logged
+
+	authTimer *time.Timer // session.auth_timeout; nil when off
+}
+
+// held is a frame the gate holds back, with its arrival time.
+type held struct {
+	f     *envelope.Frame
+	route routeOf
+	at    time.Time
+}
+
+// conn is one client connection. Its read loop owns bucket and beats; its
 // write loop is the only goroutine that writes frames to fc.
 type conn struct {
 	g      *Gateway
 	l      *listener
 	fc     frameConn
-	s      *session.Session
-	bucket *ingress.Bucket
-	warned map[codes.Code]int64 // last unix second a drop of that reason was logged
+	p      *peer
+	att    *session.Attachment
+	bucket *ingress.Bucket // session.rate_limit
+	beats  *ingress.Bucket // heartbeats echoed: 10 a second (SPEC §5)
+	first  bool            // no frame read yet: it may be a resume
+
+	endMu  sync.Mutex // guards ended, and the end's decision
+	ended  bool
+	parted *envelope.Frame // the notice owed on a connection whose session was suspended
+
+	greeting   *envelope.Frame // written first by the next write loop (session.resumed)
+	writerDone chan struct{}
+	slot       bool // the connection holds its max_sessions slot
 }
 
-// serve runs one connection, whatever its transport, until it closes.
+// serve runs one connection, whatever its transport, until it closes. It
+// holds one max_sessions slot (taken at accept), which it gives back or
+// hands to its session when the session is suspended.
 func (g *Gateway) serve(l *listener, fc frameConn) {
-	id := g.nextID.Add(1)
-	target, err := g.svc.Entry(l.cfg.EntryService, id)
+	c := &conn{g: g, l: l, fc: fc, first: true, slot: true,
+		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst),
+		beats:  ingress.NewBucket(ingress.HeartbeatsPerSecond, ingress.HeartbeatsPerSecond)}
+	defer func() {
+		if c.slot {
+			g.live.Add(-1)
+		}
+	}()
+	p, err := g.newPeer(l, fc.RemoteAddr().String())
 	if err != nil {
 		g.log.Error("no entry service for a new session", "listener", l.cfg.Name, "error", err)
 		fc.Close(session.Closed)
 		return
 	}
-	c := &conn{g: g, l: l, fc: fc,
-		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst)}
-	b := session.Binding{Target: target, Gateway: g.name, Profile: l.cfg.Name}
-	// Answers get a reserve of max_inflight slots on top of
-	// outbound_queue: see Session.EnqueueAnswer.
-	c.s = session.New(id, fc.RemoteAddr().String(), b, g.cfg.Session.OutboundQueue, g.cfg.Session.MaxInflight, g.onClose)
-	g.sessions.Add(c.s)
-	g.m.Sessions.Inc()
-
-	g.mu.Lock()
-	draining := g.draining
-	g.mu.Unlock()
-	if draining {
-		c.s.Close(session.Draining, drainNotice())
+	c.attach(p, p.s.Attachment())
+	if g.isDraining() {
+		p.s.Close(session.Draining, drainNotice())
 	}
-
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.writeLoop()
-	}()
+	c.startWriter()
 	reason, notice := c.readLoop()
-	c.s.Close(reason, notice)
-	<-writerDone
+	c.end(reason, notice)
+	<-c.writerDone
 	fc.Close(reason) // the write loop closed it already, with the session's first reason
 }
 
-// onClose runs once per session, after its epoch is invalid: it leaves the
-// table, is counted, and its target hears of it (never dropped).
-func (g *Gateway) onClose(s *session.Session, b session.Binding, r session.Reason) {
-	g.sessions.Remove(s, b)
-	g.m.Sessions.Dec()
-	g.m.SessionsClosed.WithLabelValues(string(r)).Inc()
-	ref := egress.ClientRef{SessionID: s.ID, Epoch: b.Epoch, PlayerID: b.PlayerID, Gateway: b.Gateway}
-	g.svc.Disconnect(b.Target, &ingress.Disconnected{Ref: ref, Reason: string(r)})
+// newPeer makes a session for a new connection on l: a random id, its
+// listener's entry service as target, epoch 1, and the auth timeout.
+func (g *Gateway) newPeer(l *listener, remote string) (*peer, error) {
+	for {
+		id := g.sessions.NewID()
+		target, cerr := g.svc.Entry(l.cfg.EntryService, id)
+		if cerr != nil {
+			return nil, cerr
+		}
+		p := &peer{g: g, l: l}
+		p.s = session.New(id, remote, l.profile, session.Binding{Target: target, Gateway: g.name}, g.limits,
+			session.Hooks{Closed: p.closed, Answered: p.answered})
+		if !g.sessions.Add(p.s) {
+			continue // another session drew the same random id meanwhile
+		}
+		g.m.Sessions.Inc()
+		g.peersMu.Lock()
+		g.peers[id] = p
+		g.peersMu.Unlock()
+		if d := g.cfg.Session.AuthTimeout; d > 0 {
+			s := p.s
+			p.authTimer = time.AfterFunc(d, func() {
+				if !s.Authenticated() {
+					s.Close(session.AuthTimeout, &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionAuthTimeout),
+						Message: "no login within " + d.String()})
+				}
+			})
+		}
+		return p, nil
+	}
 }
 
-func drainNotice() *envelope.Frame {
-	return &envelope.Frame{Kind: envelope.Notice, Code: string(codes.GatewayDraining), Message: "the gateway is shutting down"}
+// peerOf returns the peer of a live session.
+func (g *Gateway) peerOf(s *session.Session) *peer {
+	g.peersMu.Lock()
+	defer g.peersMu.Unlock()
+	return g.peers[s.ID]
+}
+
+// attach makes p the connection's session, through att.
+func (c *conn) attach(p *peer, att *session.Attachment) {
+	c.p, c.att = p, att
+}
+
+// closed is every session's Closed hook: it runs once, after the session's
+// epoch is invalid. The session leaves the registry, is counted, and its
+// target hears of it (never dropped; but a session replaced by a resume
+// was never anyone's, and one whose target's node died has no target).
+func (p *peer) closed(s *session.Session, b session.Binding, r session.Reason) {
+	g := p.g
+	g.sessions.Remove(s, b)
+	g.m.Sessions.Dec()
+	g.peersMu.Lock()
+	if g.peers[s.ID] == p {
+		delete(g.peers, s.ID)
+	}
+	g.peersMu.Unlock()
+	if p.authTimer != nil {
+		p.authTimer.Stop()
+	}
+	p.gate.Drop(func(held) { s.Release() })
+	if s.Suspended() {
+		g.m.SessionsSuspended.Dec()
+		g.live.Add(-1) // the slot the suspended session held
+	}
+	switch r {
+	case session.Replaced:
+		return
+	case session.TargetLost:
+		g.m.SessionsClosed.WithLabelValues(string(r)).Inc()
+		return
+	}
+	g.m.SessionsClosed.WithLabelValues(string(r)).Inc()
+	g.svc.Control(b.Target, &ingress.Disconnected{Ref: b.Ref(s.ID), Reason: string(r)})
+}
+
+// end is the connection's end, decided once, whichever loop gets there
+// first: the session is suspended when SPEC §4 allows it, and closed
+// otherwise; a session that another connection took over is left alone.
+func (c *conn) end(r session.Reason, notice *envelope.Frame) {
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	if c.ended {
+		return
+	}
+	c.ended = true
+	s := c.p.s
+	if !s.Attached(c.att) {
+		return // taken over, suspended or closed already
+	}
+	if c.g.cfg.Session.ResumeWindow > 0 && r.Resumable() && s.Authenticated() && !c.g.isDraining() {
+		c.parted = notice
+		if s.Suspend(c.att, r, c.g.cfg.Session.ResumeWindow) {
+			c.slot = false // the suspended session keeps the max_sessions slot
+			c.g.m.SessionsSuspended.Inc()
+			b := s.Binding()
+			c.g.svc.Control(b.Target, &ingress.Suspended{Ref: b.Ref(s.ID), RemoteAddr: s.RemoteAddr})
+			return
+		}
+	}
+	s.Close(r, notice)
 }
 
 // readLoop reads frames until the connection ends and says why.
 func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
-	idle, done := c.g.cfg.Session.IdleTimeout, c.s.Done()
+	idle := c.g.cfg.Session.IdleTimeout
 	for {
 		// One deadline per frame, not per read: a client trickling bytes
 		// without finishing a frame is idle too.
 		if err := c.fc.SetReadDeadline(time.Now().Add(idle)); err != nil {
 			return session.Closed, nil
 		}
-		f, err := c.fc.ReadFrame()
+		f, err := c.fc.ReadFrame(c.framer())
 		if err != nil {
 			return c.readError(err)
 		}
+		first := c.first
+		c.first = false
 		if f.Kind == envelope.Heartbeat {
-			// No token for heartbeats; a full queue drops the echo, and
-			// the client's own timeout takes it from there.
-			c.s.Enqueue(heartbeat)
-			continue
+			if f.Token != "" {
+				if !first {
+					return c.protocolError(&envelope.ProtocolError{Reason: envelope.ReasonBadSystemFrame,
+						Detail: "a resume that is not the connection's first frame"})
+				}
+				c.resume(f.Token)
+			} else if !c.heartbeat(time.Now()) {
+				return session.RateLimited, rateLimitedNotice()
+			}
+		} else {
+			c.p.frame(&f, time.Now(), c.bucket)
 		}
-		c.frame(&f, time.Now())
 		select {
-		case <-done:
+		case <-c.p.s.Done():
 			return session.Closed, nil // the first reason was recorded already
+		case <-c.att.Gone():
+			return session.Closed, nil // suspended or taken over: nothing more to read
 		default:
 		}
 	}
 }
 
-var heartbeat = &envelope.Frame{Kind: envelope.Heartbeat}
+// framer decodes the next frame: with the listener's max_frame_bytes, or
+// session.auth_max_frame_bytes while the session has no player_id (SPEC
+// §3), which a frame pipelined behind a login is held to as well.
+func (c *conn) framer() envelope.Framer {
+	if c.l.authFramer != c.l.framer && !c.p.s.Authenticated() {
+		return c.l.authFramer
+	}
+	return c.l.framer
+}
+
+// heartbeat echoes a heartbeat within SPEC §5's 10 a second; more are
+// dropped and counted, and ten seconds in a row over it close the
+// session. It reports false for that close.
+func (c *conn) heartbeat(now time.Time) bool {
+	ok, flood := c.beats.Take(now)
+	if ok && c.p.s.Echo() {
+		return true
+	}
+	c.g.m.EdgeDropped.WithLabelValues(codes.RateLimited.Reason()).Inc()
+	return !flood
+}
+
+func rateLimitedNotice() *envelope.Frame {
+	return &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionRateLimited),
+		Message: "over the rate limit for 10 s in a row"}
+}
 
 func (c *conn) readError(err error) (session.Reason, *envelope.Frame) {
 	var pe *envelope.ProtocolError
 	switch {
 	case errors.As(err, &pe):
-		c.g.m.ProtocolErrors.WithLabelValues(string(pe.Reason)).Inc()
-		if pe.Reason == envelope.ReasonTooLarge {
-			c.g.m.LimitsHit.WithLabelValues("max_frame_bytes").Inc()
-		}
-		c.g.log.Warn("protocol error; closing", "session_id", c.s.ID, "player_id", c.s.Binding().PlayerID,
-			"remote", c.s.RemoteAddr, "reason", string(pe.Reason), "detail", pe.Detail)
-		return session.ProtocolError, nil
+		return c.protocolError(pe)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		if closed, _ := c.s.Closed(); closed {
+		if closed, _ := c.p.s.Closed(); closed {
 			return session.Closed, nil
 		}
 		return session.IdleTimeout, &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionIdleTimeout),
@@ -129,105 +277,23 @@ func (c *conn) readError(err error) (session.Reason, *envelope.Frame) {
 	}
 }
 
-// writeLoop drains the session's queue in batches: every frame queued by
-// the time it wakes, up to about batchBytes, goes out under one
-// write_timeout (on a stream, in one write).
-func (c *conn) writeLoop() {
-	out, done := c.s.Out(), c.s.Done()
-	for {
-		select {
-		case f := <-out:
-			if !c.writeBatch(f) {
-				return
-			}
-		case <-done:
-			c.teardown()
-			return
-		}
+// protocolError counts and logs an envelope violation: it closes the
+// connection (SPEC §3).
+func (c *conn) protocolError(pe *envelope.ProtocolError) (session.Reason, *envelope.Frame) {
+	c.g.m.ProtocolErrors.WithLabelValues(string(pe.Reason)).Inc()
+	if pe.Reason == envelope.ReasonTooLarge {
+		c.g.m.LimitsHit.WithLabelValues("max_frame_bytes").Inc()
 	}
+	s := c.p.s
+	c.g.log.Warn("protocol error; closing", "session_id", s.ID, "player_id", playerAttr(s.Binding().PlayerID),
+		"remote", s.RemoteAddr, "reason", string(pe.Reason), "detail", pe.Detail)
+	return session.ProtocolError, nil
 }
 
-// writeBatch writes f and the frames queued behind it. A failure closes the
-// session and the connection, and reports false.
-func (c *conn) writeBatch(f *envelope.Frame) bool {
-	if err := c.fc.SetWriteDeadline(time.Now().Add(c.g.cfg.Session.WriteTimeout)); err != nil {
-		c.writeFailed(err)
-		return false
-	}
-	out := c.s.Out()
-	for {
-		if err := c.put(f); err != nil {
-			c.writeFailed(err)
-			return false
-		}
-		if c.fc.BatchBytes() >= batchBytes {
-			break
-		}
-		select {
-		case f = <-out:
-			continue
-		default:
-		}
-		break
-	}
-	if err := c.fc.Flush(); err != nil {
-		c.writeFailed(err)
-		return false
-	}
-	return true
-}
-
-// teardown runs once the session is closed: what is queued, then the
-// notice, then the end of the connection.
-func (c *conn) teardown() {
-	_, reason := c.s.Closed()
-	if err := c.fc.SetWriteDeadline(time.Now().Add(c.g.cfg.Session.WriteTimeout)); err != nil {
-		c.fc.Close(session.WriteFailed)
-		return
-	}
-	out := c.s.Out()
-	for more := true; more; {
-		select {
-		case f := <-out:
-			if c.put(f) != nil {
-				c.fc.Close(session.WriteFailed)
-				return
-			}
-		default:
-			more = false
-		}
-	}
-	if n := c.s.Notice(); n != nil && c.put(n) != nil {
-		c.fc.Close(session.WriteFailed)
-		return
-	}
-	if c.fc.Flush() != nil {
-		c.fc.Close(session.WriteFailed)
-		return
-	}
-	c.fc.Close(reason)
-}
-
-// put hands one frame to the connection. A frame the envelope cannot carry
-// is logged and dropped (nil); any other error is the connection's.
-func (c *conn) put(f *envelope.Frame) error {
-	err := c.fc.WriteFrame(f)
-	if err != nil && errors.Is(err, envelope.ErrInvalidFrame) {
-		c.g.log.Error("frame not encodable; dropped", "session_id", c.s.ID, "kind", f.Kind.String(), "route_id", f.RouteID, "error", err)
+// playerAttr is a player_id for a log line: null before bind (SPEC §4).
+func playerAttr(p string) any {
+	if p == "" {
 		return nil
 	}
-	return err
-}
-
-// writeFailed closes the session after a failed write. A timeout means the
-// client does not read: it is closed as a slow consumer. Closing the
-// connection wakes the read loop.
-func (c *conn) writeFailed(err error) {
-	r := session.WriteFailed
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		c.g.m.LimitsHit.WithLabelValues("slow_consumer").Inc()
-		r = session.SlowConsumer
-	}
-	c.s.Close(r, nil)
-	c.fc.Close(r)
+	return p
 }

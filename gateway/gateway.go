@@ -1,7 +1,8 @@
 // Package gateway is Shield's network half: listeners, one read loop and
-// one write loop per connection, edge validation (SPEC §5), and the
-// egress.Gateway that services answer, push, bind and kick through
-// (SPEC §4 and §7). It never decodes a body.
+// one write loop per connection, and the egress.Sink that services answer,
+// push, bind and kick through (SPEC §3, §4, §7). It never decodes a body:
+// the edge table is package ingress's, the egress table package egress's,
+// and the sessions package session's; the gateway wires them to sockets.
 package gateway
 
 import (
@@ -26,12 +27,20 @@ import (
 	"github.com/shieldrpc/shield/session"
 )
 
-// Services is what the gateway needs of the service runtime
-// (*service.Runtime implements it).
+// Services is what the gateway needs of the services behind it: the
+// service runtime in one process (*service.Runtime), the cluster
+// transport across nodes. None of its methods blocks.
 type Services interface {
+	// Deliver puts a client frame on its target's business lane, or
+	// refuses it: busy (lane full), unavailable (no running VM, no live
+	// host).
 	Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.Error
-	Disconnect(target egress.ActorID, d *ingress.Disconnected)
-	Pick(service, key string) (egress.ActorID, *codes.Error)
+	// Control puts a session lifecycle message (ingress.Bound, Suspended,
+	// Resumed, Disconnected) on its target's control lane; it is never
+	// dropped.
+	Control(target egress.ActorID, m any)
+	// Entry is a new session's first target on a listener whose
+	// entry_service is service (SPEC §4).
 	Entry(service string, sessionID uint64) (egress.ActorID, *codes.Error)
 }
 
@@ -52,15 +61,15 @@ type Gateway struct {
 	svc      Services
 	m        *metrics.Metrics
 	log      *slog.Logger
-	sessions *session.Table
-	policy   session.BindPolicy
-	// codecKeys maps a listener (a session's Binding.Profile) to its body
-	// codec key, to pick a push's body.
-	codecKeys map[string]string
+	sessions *session.Registry
+	policy   session.Policy
+	limits   session.Limits
 
-	nextID    atomic.Uint64
-	live      atomic.Int64 // connections being served, for max_sessions
+	live      atomic.Int64 // connections and suspended sessions, for max_sessions
 	listeners []*listener
+
+	peersMu sync.Mutex // guards peers
+	peers   map[uint64]*peer
 
 	mu       sync.Mutex // guards draining
 	draining bool
@@ -73,7 +82,7 @@ type Gateway struct {
 	cancelStop context.CancelFunc
 }
 
-var _ egress.Gateway = (*Gateway)(nil)
+var _ egress.Sink = (*Gateway)(nil)
 
 // New builds a gateway; Listen and Serve start it.
 func New(o Options) (*Gateway, error) {
@@ -83,6 +92,7 @@ func New(o Options) (*Gateway, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	sc := &o.Config.Session
 	g := &Gateway{
 		cfg:      o.Config,
 		name:     o.Config.Node.Name,
@@ -90,29 +100,18 @@ func New(o Options) (*Gateway, error) {
 		svc:      o.Services,
 		m:        o.Metrics,
 		log:      o.Logger,
-		sessions: session.NewTable(),
+		sessions: session.NewRegistry(),
+		peers:    map[uint64]*peer{},
+		limits:   session.Limits{MaxInflight: sc.MaxInflight, Outbound: sc.OutboundQueue, OutboundBytes: sc.OutboundQueueBytes},
 	}
 	g.stop, g.cancelStop = context.WithCancel(context.Background())
-	g.policy = session.BindPolicy{KickOld: o.Config.Session.DuplicateLogin == "kick_old", Pick: o.Services.Pick}
-	g.codecKeys = map[string]string{}
+	g.policy = session.Policy{KickOld: sc.DuplicateLogin == "kick_old", Bound: g.bound}
 	for i := range o.Config.Network.Listeners {
-		lc := &o.Config.Network.Listeners[i]
-		g.codecKeys[lc.Name] = BodyCodecKey(lc)
-		codec, err := envelope.New(lc.Protocol.Envelope, envelope.FromClient, lc.Protocol.MaxFrameBytes)
+		l, err := newListener(&o.Config.Network.Listeners[i], sc)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: listener %q: %w", lc.Name, err)
+			return nil, err
 		}
-		switch lc.Transport {
-		case "tcp", "ws":
-		default:
-			return nil, fmt.Errorf("gateway: listener %q: unknown transport %q", lc.Name, lc.Transport)
-		}
-		tc, err := TLSConfig(lc)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: listener %q: %w", lc.Name, err)
-		}
-		g.listeners = append(g.listeners, &listener{cfg: lc, codec: codec, bodyCodec: BodyCodecKey(lc),
-			unwrap: !codec.Legacy() && lc.Protocol.Body == "json", tls: tc})
+		g.listeners = append(g.listeners, l)
 	}
 	return g, nil
 }
@@ -120,8 +119,8 @@ func New(o Options) (*Gateway, error) {
 // Name is the node name carried in every ClientRef.
 func (g *Gateway) Name() string { return g.name }
 
-// Sessions is the live session table.
-func (g *Gateway) Sessions() *session.Table { return g.sessions }
+// Sessions is the live session registry.
+func (g *Gateway) Sessions() *session.Registry { return g.sessions }
 
 // Listen binds every listener's address. It is separate from Serve so
 // that a caller (or a test using port 0) can read the addresses first.
@@ -189,36 +188,66 @@ func (g *Gateway) closeListeners() {
 	}
 }
 
-// StopAccepting closes the listeners and waits for their accept loops.
-// Live sessions go on.
+// isDraining reports whether the drain has begun.
+func (g *Gateway) isDraining() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.draining
+}
+
+// StopAccepting begins the drain (SPEC §9): the listeners close and their
+// accept loops end, and every live session gets the gateway.drain_started
+// status frame with grace_ms. Live sessions go on.
 func (g *Gateway) StopAccepting() {
 	g.mu.Lock()
+	already := g.draining
 	g.draining = true
 	g.mu.Unlock()
 	g.cancelStop()
 	g.closeListeners()
 	g.accepts.Wait()
+	if already {
+		return
+	}
+	heads := &envelope.Frame{Kind: envelope.Notice, Code: string(codes.GatewayDrainStarted),
+		GraceMS: g.cfg.Session.ShutdownGrace.Milliseconds()}
+	for _, s := range g.sessions.All() {
+		s.Status(heads)
+	}
 }
 
-// Shutdown stops accepting, lets live sessions go on until they leave or
-// ctx ends, then closes the rest with a gateway.draining notice, and
-// returns when every connection goroutine has exited.
+// Idle reports whether no session is left; the drain waits for it.
+func (g *Gateway) Idle() bool { return g.sessions.Len() == 0 }
+
+// CloseAll ends the drain: every session left gets the gateway.draining
+// notice and is closed (a suspended one at once), and CloseAll returns
+// when every connection goroutine has exited.
+func (g *Gateway) CloseAll() {
+	for _, s := range g.sessions.All() {
+		s.Close(session.Draining, drainNotice())
+	}
+	g.conns.Wait()
+}
+
+// Shutdown drains: StopAccepting, then live sessions go on until they
+// leave or ctx ends, then CloseAll.
 func (g *Gateway) Shutdown(ctx context.Context) {
 	g.StopAccepting()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for g.sessions.Len() > 0 {
+	for !g.Idle() {
 		select {
 		case <-ctx.Done():
-			goto closeAll
+			g.CloseAll()
+			return
 		case <-tick.C:
 		}
 	}
-closeAll:
-	for _, s := range g.sessions.All() {
-		s.Close(session.Draining, &envelope.Frame{Kind: envelope.Notice, Code: string(codes.GatewayDraining), Message: "the gateway is shutting down"})
-	}
-	g.conns.Wait()
+	g.CloseAll()
+}
+
+func drainNotice() *envelope.Frame {
+	return &envelope.Frame{Kind: envelope.Notice, Code: string(codes.GatewayDraining), Message: "the gateway is shutting down"}
 }
 
 // acceptLoop accepts a tcp listener's connections until it closes. Each
@@ -234,15 +263,15 @@ func (g *Gateway) acceptLoop(l *listener) {
 		g.conns.Add(1)
 		go func() {
 			defer g.conns.Done()
-			defer g.live.Add(-1)
 			if l.tls != nil {
 				tc, ok := g.tlsHandshake(l, nc)
 				if !ok {
+					g.live.Add(-1)
 					return
 				}
 				nc = tc
 			}
-			g.serve(l, newStreamConn(nc, l.codec))
+			g.serve(l, newStreamConn(nc, l.framer))
 		}()
 	}
 }
@@ -304,22 +333,41 @@ func (g *Gateway) takeSlot() bool {
 
 // listener is one configured listener and its wire profile.
 type listener struct {
-	cfg       *config.Listener
-	ln        net.Listener   // the bound TCP socket, whatever the transport
-	http      *http.Server   // ws only: serves the upgrades
-	tls       *tls.Config    // nil: no tls: block
-	codec     envelope.Codec // decodes client frames; encodes the gateway's
-	bodyCodec string         // the key services look the body codec up by
-	unwrap    bool           // header envelope + json body: SPEC §3 tolerance applies
+	cfg     *config.Listener
+	ln      net.Listener     // the bound TCP socket, whatever the transport
+	http    *http.Server     // ws only: serves the upgrades
+	tls     *tls.Config      // nil: no tls: block
+	framer  envelope.Framer  // decodes client frames; encodes the gateway's
+	profile *session.Profile // what its sessions are written with
+	unwrap  bool             // header envelope + json body: SPEC §3 tolerance applies
+	// authFramer decodes a frame while its session has no player_id, with
+	// session.auth_max_frame_bytes as the cap (SPEC §3); framer itself
+	// when that is no lower.
+	authFramer envelope.Framer
 }
 
-// BodyCodecKey is the name under which a listener's body codec is
-// registered (codec.Register) and which its ClientIngress carries: "json"
-// and "raw" are shared; a protobuf codec belongs to its listener's
-// descriptor set, so its key is "protobuf/<listener>".
-func BodyCodecKey(l *config.Listener) string {
-	if l.Protocol.Body == "protobuf" {
-		return "protobuf/" + l.Name
+func newListener(lc *config.Listener, sc *config.Session) (*listener, error) {
+	switch lc.Transport {
+	case "tcp", "ws":
+	default:
+		return nil, fmt.Errorf("gateway: listener %q: unknown transport %q", lc.Name, lc.Transport)
 	}
-	return l.Protocol.Body
+	framer, err := envelope.New(lc.Protocol.Envelope, envelope.FromClient, lc.Protocol.MaxFrameBytes)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listener %q: %w", lc.Name, err)
+	}
+	tc, err := TLSConfig(lc)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listener %q: %w", lc.Name, err)
+	}
+	authFramer := framer
+	if n := sc.AuthFrameLimit(lc.Protocol.MaxFrameBytes); n < lc.Protocol.MaxFrameBytes {
+		if authFramer, err = envelope.New(lc.Protocol.Envelope, envelope.FromClient, n); err != nil {
+			return nil, fmt.Errorf("gateway: listener %q: session.auth_max_frame_bytes: %w", lc.Name, err)
+		}
+	}
+	return &listener{cfg: lc, framer: framer, tls: tc, authFramer: authFramer,
+		unwrap: !framer.Legacy() && lc.Protocol.Body == "json",
+		profile: &session.Profile{Listener: lc.Name, Framer: framer, MaxFrameBytes: lc.Protocol.MaxFrameBytes,
+			CodecKey: lc.BodyCodecKey()}}, nil
 }

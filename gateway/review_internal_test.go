@@ -52,10 +52,7 @@ func (f *fakeServices) Deliver(target egress.ActorID, in *ingress.ClientIngress)
 	}
 	return nil
 }
-func (f *fakeServices) Disconnect(egress.ActorID, *ingress.Disconnected) {}
-func (f *fakeServices) Pick(service, _ string) (egress.ActorID, *codes.Error) {
-	return egress.ActorID{Service: service}, nil
-}
+func (f *fakeServices) Control(egress.ActorID, any) {}
 func (f *fakeServices) Entry(service string, _ uint64) (egress.ActorID, *codes.Error) {
 	return egress.ActorID{Service: service}, nil
 }
@@ -77,13 +74,14 @@ func newFakeGateway(t testing.TB, svc *fakeServices) *Gateway {
 	return g
 }
 
-// addSession registers a session as serve does, without a connection.
-func (g *Gateway) addSession(id uint64) *session.Session {
-	s := session.New(id, "test", session.Binding{Target: egress.ActorID{Service: "a"}, Gateway: g.name, Profile: "game"},
-		g.cfg.Session.OutboundQueue, g.cfg.Session.MaxInflight, g.onClose)
-	g.sessions.Add(s)
-	g.m.Sessions.Inc()
-	return s
+// addPeer registers a session as serve does, without a connection.
+func (g *Gateway) addPeer(t testing.TB) *peer {
+	t.Helper()
+	p, err := g.newPeer(g.listeners[0], "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestFrameOneBindingSnapshot: the ref a service receives and the target
@@ -100,8 +98,8 @@ func TestFrameOneBindingSnapshot(t *testing.T) {
 		return nil
 	}}
 	g := newFakeGateway(t, svc)
-	s := g.addSession(1)
-	c := &conn{g: g, l: g.listeners[0], s: s}
+	p := g.addPeer(t)
+	s := p.s
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -115,9 +113,11 @@ func TestFrameOneBindingSnapshot(t *testing.T) {
 				return
 			default:
 			}
-			b, _ := s.Snapshot()
-			ref := egress.ClientRef{SessionID: s.ID, Epoch: b.Epoch, PlayerID: b.PlayerID, Gateway: g.name}
-			if _, err := g.Bind(&egress.BindRequest{Ref: ref, PlayerID: "p", Target: next[b.Target.Service], Caller: b.Target}); err != nil {
+			b := s.Binding()
+			var err *codes.Error
+			g.Bind(&egress.BindRequest{Ref: b.Ref(s.ID), PlayerID: "p", Target: egress.ActorID{Service: next[b.Target.Service]}, Caller: b.Target},
+				func(_ egress.ClientRef, e *codes.Error) { err = e })
+			if err != nil {
 				t.Error(err)
 				return
 			}
@@ -126,7 +126,8 @@ func TestFrameOneBindingSnapshot(t *testing.T) {
 	deadline := time.Now().Add(time.Second)
 	for i := 0; time.Now().Before(deadline) && mismatches.Load() == 0; i++ {
 		f := envelope.Frame{Kind: envelope.Notify, RouteID: 1}
-		c.frame(&f, time.Now())
+		p.frame(&f, time.Now(), nil)
+		s.Release() // the fake service never answers
 	}
 	close(stop)
 	wg.Wait()
@@ -140,10 +141,10 @@ func TestFrameOneBindingSnapshot(t *testing.T) {
 // the descriptor, as SPEC §9 asks; a route without a name is counted by id.
 func TestRespondLabelsRouteByName(t *testing.T) {
 	g := newFakeGateway(t, &fakeServices{})
-	g.addSession(1)
-	g.Respond(&egress.Response{SessionID: 1, RouteID: 1, RequestID: 7, Service: "a",
+	id := g.addPeer(t).s.ID
+	g.Respond(&egress.Response{SessionID: id, RouteID: 1, RequestID: 7, Service: "a",
 		Err: codes.New(codes.Unavailable, "down"), Received: time.Now()})
-	g.Respond(&egress.Response{SessionID: 1, RouteID: 2, RequestID: 8, Service: "a", Received: time.Now()})
+	g.Respond(&egress.Response{SessionID: id, RouteID: 2, RequestID: 8, Service: "a", Received: time.Now()})
 	if got := testutil.ToFloat64(g.m.Requests.WithLabelValues("a", "echo", string(codes.Unavailable))); got != 1 {
 		t.Errorf(`shield_requests_total{route="echo",code="client_rpc.unavailable"} = %v, want 1`, got)
 	}
@@ -158,8 +159,9 @@ func TestRespondLabelsRouteByName(t *testing.T) {
 func TestPushToClosingSession(t *testing.T) {
 	g := newFakeGateway(t, &fakeServices{})
 	deadline := time.Now().Add(time.Second)
-	for id := uint64(1); time.Now().Before(deadline); id++ {
-		s := g.addSession(id)
+	for time.Now().Before(deadline) {
+		s := g.addPeer(t).s
+		id := s.ID
 		ref := egress.ClientRef{SessionID: id, Epoch: 1, Gateway: g.name}
 		done := make(chan struct{})
 		go func() {
@@ -174,9 +176,7 @@ func TestPushToClosingSession(t *testing.T) {
 			if got[0] != "" {
 				break
 			}
-			for len(s.Out()) > 0 {
-				<-s.Out()
-			}
+			s.Take(nil)
 		}
 		<-done
 	}

@@ -19,11 +19,12 @@ import (
 // There are two: streamConn carries the envelope's bytes as they are, over
 // TCP or TLS; wsConn carries one frame per WebSocket message.
 type frameConn interface {
-	// ReadFrame reads the next whole frame. It returns a
-	// *envelope.ProtocolError for a violation, io.EOF when the peer ended
-	// the connection cleanly, and other errors (deadlines, closed sockets)
-	// so that errors.Is sees them.
-	ReadFrame() (envelope.Frame, error)
+	// ReadFrame reads the next whole frame with fr, whose max_frame_bytes
+	// caps it (the listener's, or session.auth_max_frame_bytes before
+	// login). It returns a *envelope.ProtocolError for a violation, io.EOF
+	// when the peer ended the connection cleanly, and other errors
+	// (deadlines, closed sockets) so that errors.Is sees them.
+	ReadFrame(fr envelope.Framer) (envelope.Frame, error)
 	// SetReadDeadline bounds the next ReadFrame: session.idle_timeout is a
 	// deadline per frame, not per read.
 	SetReadDeadline(t time.Time) error
@@ -63,7 +64,7 @@ const readBufferSize = 4096
 type streamConn struct {
 	nc    net.Conn // *net.TCPConn or *tls.Conn
 	br    *bufio.Reader
-	codec envelope.Codec
+	codec envelope.Framer
 	wbuf  []byte // the current batch, encoded
 
 	// closed makes Close idempotent. Only the write loop and, after it
@@ -73,12 +74,12 @@ type streamConn struct {
 
 var _ frameConn = (*streamConn)(nil)
 
-func newStreamConn(nc net.Conn, codec envelope.Codec) *streamConn {
+func newStreamConn(nc net.Conn, codec envelope.Framer) *streamConn {
 	return &streamConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), codec: codec}
 }
 
 // ReadFrame reads one frame with the stream framing of the envelope.
-func (s *streamConn) ReadFrame() (envelope.Frame, error) { return s.codec.ReadFrame(s.br) }
+func (s *streamConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) { return fr.ReadFrame(s.br) }
 
 // SetReadDeadline sets the socket's read deadline.
 func (s *streamConn) SetReadDeadline(t time.Time) error { return s.nc.SetReadDeadline(t) }

@@ -38,7 +38,7 @@ import (
 type wsConn struct {
 	ws    *websocket.Conn
 	raw   net.Conn // the upgraded connection (a *tls.Conn under TLS): deadlines are set on it
-	codec envelope.Codec
+	codec envelope.Framer
 	typ   websocket.MessageType // text for delimiter, binary for the others
 	max   int                   // max_frame_bytes
 
@@ -63,7 +63,7 @@ const closeWait = time.Second
 // only while it is no larger than readBufferSize.
 const wsMinBuffer = 1024
 
-func newWSConn(ws *websocket.Conn, raw net.Conn, codec envelope.Codec, maxFrameBytes int) *wsConn {
+func newWSConn(ws *websocket.Conn, raw net.Conn, codec envelope.Framer, maxFrameBytes int) *wsConn {
 	typ := websocket.MessageBinary
 	if codec.Text() {
 		typ = websocket.MessageText
@@ -75,8 +75,9 @@ func newWSConn(ws *websocket.Conn, raw net.Conn, codec envelope.Codec, maxFrameB
 	return &wsConn{ws: ws, raw: raw, codec: codec, typ: typ, max: maxFrameBytes}
 }
 
-// ReadFrame reads the next data message and decodes it as one frame.
-func (w *wsConn) ReadFrame() (envelope.Frame, error) {
+// ReadFrame reads the next data message and decodes it as one frame with
+// fr, whose max_frame_bytes caps the message.
+func (w *wsConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) {
 	typ, r, err := w.ws.Reader(context.Background())
 	if err != nil {
 		return envelope.Frame{}, w.readError(err)
@@ -85,11 +86,11 @@ func (w *wsConn) ReadFrame() (envelope.Frame, error) {
 		return envelope.Frame{}, w.protocolError(envelope.ReasonBadType, websocket.StatusUnsupportedData,
 			"a %s message on a %s listener, which takes %s messages", typeName(typ), w.codec.Name(), typeName(w.typ))
 	}
-	msg, err := w.readMessage(r)
+	msg, err := w.readMessage(r, fr.MaxFrameBytes())
 	if err != nil {
 		return envelope.Frame{}, err
 	}
-	f, err := w.codec.DecodeMessage(msg)
+	f, err := fr.DecodeMessage(msg)
 	if cap(msg) <= readBufferSize {
 		w.rbuf = msg[:0] // DecodeMessage never aliases msg
 	} else {
@@ -105,13 +106,13 @@ func (w *wsConn) ReadFrame() (envelope.Frame, error) {
 	return f, nil
 }
 
-// readMessage reads the message r into w.rbuf, growing it up to max bytes.
-// A message with one byte more is too_large: the read stops there.
-func (w *wsConn) readMessage(r io.Reader) ([]byte, error) {
+// readMessage reads the message r into w.rbuf, growing it up to limit
+// bytes. A message with one byte more is too_large: the read stops there.
+func (w *wsConn) readMessage(r io.Reader, limit int) ([]byte, error) {
 	buf := w.rbuf[:0]
 	for {
 		if len(buf) == cap(buf) {
-			if len(buf) >= w.max {
+			if len(buf) >= limit {
 				var one [1]byte
 				n, err := io.ReadFull(r, one[:])
 				switch {
@@ -123,7 +124,7 @@ func (w *wsConn) readMessage(r io.Reader) ([]byte, error) {
 					return nil, w.readError(err)
 				}
 			}
-			grown := make([]byte, len(buf), min(max(2*cap(buf), wsMinBuffer), w.max))
+			grown := make([]byte, len(buf), min(max(2*cap(buf), wsMinBuffer), limit))
 			copy(grown, buf)
 			buf = grown
 		}

@@ -91,13 +91,18 @@ func (c *admitted) upgrade() bool {
 	return true
 }
 
-// Close closes the connection and gives its max_sessions slot back, once.
+// Close closes the connection and, unless it was upgraded, gives its
+// max_sessions slot back, once. An upgraded connection's slot is its
+// session's (serve gives it back, or hands it to the session when it is
+// suspended).
 func (c *admitted) Close() error {
 	c.once.Do(func() {
 		c.mu.Lock()
 		c.watchdog.Stop()
 		c.mu.Unlock()
-		c.g.live.Add(-1)
+		if c.state.Load() != upgraded {
+			c.g.live.Add(-1)
+		}
 	})
 	return c.Conn.Close()
 }
@@ -175,7 +180,7 @@ func (g *Gateway) upgrade(l *listener, w http.ResponseWriter, r *http.Request) {
 		ws.CloseNow()
 		return
 	}
-	g.serve(l, newWSConn(ws, raw, l.codec, l.cfg.Protocol.MaxFrameBytes))
+	g.serve(l, newWSConn(ws, raw, l.framer, l.cfg.Protocol.MaxFrameBytes))
 }
 
 // admittedOf finds the admitted connection under c (under TLS, c wraps it).

@@ -1,21 +1,25 @@
-// Package ingress holds what flows from the gateway into a service: a
-// client's request or notify as a typed ClientIngress carrying the trusted
-// ClientContext, and the Disconnected control message (SPEC §4 and §5).
+// Package ingress holds what flows from the gateway into a service (SPEC
+// §4 and §5): a client's request or notify as a typed ClientIngress
+// carrying the trusted ClientContext, the session lifecycle messages a
+// target hears (Bound, Suspended, Resumed, Disconnected), and Admit, the
+// edge table of SPEC §5 in its order, with the rate limit and the
+// one-at-a-time gate of an unauthenticated session.
 //
-// Every type here is plain data, so that a later step can carry it between
-// nodes.
+// Every message type here is plain data, so that it can be carried
+// between nodes.
 package ingress
 
 import (
 	"time"
 
+	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
 )
 
 // ClientContext is what the gateway vouches for about the sender of a frame.
 // Nothing in it comes from the frame's body.
 type ClientContext struct {
-	Ref        egress.ClientRef // session, epoch, player, gateway
+	Ref        egress.ClientRef // session, epoch at delivery, player, gateway
 	Route      string           // the route's name, may be empty
 	RouteID    uint32
 	RequestID  uint64 // 0 for a notify
@@ -26,22 +30,59 @@ type ClientContext struct {
 type ClientIngress struct {
 	Client ClientContext
 	Body   []byte
-	// Codec is the listener profile's body codec name ("json", "raw",
-	// "protobuf"); the VM decodes the body with it.
+	// Codec is the listener profile's body codec key ("json", "raw",
+	// "protobuf/<listener>"); the VM decodes the body with it.
 	Codec string
 	// Unwrap asks the json codec for SPEC §3's tolerance: a header-route
 	// envelope's body {"route":..,"payload":..} is unwrapped to payload.
 	Unwrap bool
-	// Received is when the gateway read the frame, for handler metrics.
+	// Received is when the gateway read the frame: the handler's budget
+	// counts from it (SPEC §6), and so do the handler metrics.
 	Received time.Time
 }
 
 // Notify reports whether the frame expects no answer.
-func (c *ClientIngress) Notify() bool { return c.Client.RequestID == 0 }
+func (in *ClientIngress) Notify() bool { return in.Client.RequestID == 0 }
 
-// Disconnected tells a session's target that the session closed. It travels
-// on the control lane and is never dropped.
+// Answer is the one answer (or, for a notify, the outcome) of in, from
+// service: a body, or err. Every producer of an answer (a handler, a
+// decode failure, a stale frame, a dead VM) builds it here, so the
+// pairing of answer and request is made in one place.
+func (in *ClientIngress) Answer(service string, body []byte, err *codes.Error) *egress.Response {
+	c := &in.Client
+	return &egress.Response{SessionID: c.Ref.SessionID, RouteID: c.RouteID, RequestID: c.RequestID,
+		Body: body, Err: err, Notify: in.Notify(), Service: service, Route: c.Route, Received: in.Received}
+}
+
+// The session lifecycle messages a target hears. They travel on the
+// target's control lane and are never dropped.
+
+// Bound tells the new target of a bind that the session is its own from
+// Ref's epoch on: its client_bound hook runs before any frame of that
+// epoch (SPEC §4).
+type Bound struct {
+	Ref        egress.ClientRef
+	RemoteAddr string
+}
+
+// Suspended tells a session's target that its connection was lost and it
+// waits for a resume (client_suspended, SPEC §4 Resume).
+type Suspended struct {
+	Ref        egress.ClientRef
+	RemoteAddr string
+}
+
+// Resumed tells a session's target that a connection resumed it
+// (client_resumed).
+type Resumed struct {
+	Ref        egress.ClientRef
+	RemoteAddr string
+}
+
+// Disconnected tells a session's target that the session closed
+// (client_disconnected). The gateway invalidated the ref's epoch before
+// sending it.
 type Disconnected struct {
 	Ref    egress.ClientRef
-	Reason string // closed, kicked, idle_timeout, protocol_error, write_failed, slow_consumer, rate_limited, draining
+	Reason string // closed, kicked, idle_timeout, protocol_error, write_failed, slow_consumer, rate_limited, draining, auth_timeout, gateway_lost
 }

@@ -24,6 +24,11 @@ type Bucket struct {
 // FloodSeconds is how many seconds in a row over the limit close a session.
 const FloodSeconds = 10
 
+// HeartbeatsPerSecond is how many heartbeats a session gets echoed a
+// second, and its burst (SPEC §5): heartbeats take no rate-limit token,
+// but a flood of them is bounded all the same.
+const HeartbeatsPerSecond = 10
+
 // NewBucket returns a full bucket; perSecond 0 means no limit (nil).
 func NewBucket(perSecond, burst int) *Bucket {
 	if perSecond <= 0 {

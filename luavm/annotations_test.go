@@ -119,11 +119,11 @@ func annotSpawnShield(t testing.TB) annotShield {
 	}
 	t.Cleanup(vm.Close)
 
-	sh, ok := vm.L.GetGlobal("shield").(*lua.LTable)
+	sh, ok := vm.l.GetGlobal("shield").(*lua.LTable)
 	if !ok {
 		t.Fatal("the VM has no global table `shield`")
 	}
-	if loaded := vm.L.G.Global.RawGetString("package").(*lua.LTable).RawGetString("loaded").(*lua.LTable); loaded.RawGetString("shield") != sh {
+	if loaded := vm.l.G.Global.RawGetString("package").(*lua.LTable).RawGetString("loaded").(*lua.LTable); loaded.RawGetString("shield") != sh {
 		t.Error(`require("shield") is not the shield global`)
 	}
 	got := annotShield{funcs: map[string]bool{}, values: map[string]bool{}}

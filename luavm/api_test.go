@@ -64,10 +64,14 @@ func TestShieldAPI(t *testing.T) {
 		{name: "client player_id is nil before bind", body: `return { absent = client.player_id == nil }`, want: `{"absent":true}`},
 		{name: "client.ref", body: `return shield.client.ref(client)`, want: `{"epoch":3,"gateway":"gw-test","session_id":7}`},
 		{name: "client.ref of a non-client", body: `return shield.client.ref({})`, want: "client_rpc.handler_failed"},
-		{name: "client.bind", body: `local ref = shield.client.bind(client, "p1", "player") return ref`, want: `{"epoch":4,"gateway":"gw-test","player_id":"p1","session_id":7}`},
-		{name: "client.bind with a stale epoch", body: `return shield.client.bind(client, "stale", "player")`, want: "client_rpc.epoch_expired"},
-		{name: "client.bind error is catchable", body: `local ok, e = pcall(shield.client.bind, client, "stale", "player") return e.code`, want: `"client_rpc.epoch_expired"`},
-		{name: "client.bind with an empty player", body: `return shield.client.bind(client, "", "player")`, want: "client_rpc.handler_failed"},
+		// A successful bind makes the session's old epoch stale in this VM
+		// (SPEC §4), so it binds another session than the one every case
+		// here comes from.
+		{name: "client.bind", body: `local other = shield.client.ref(client) other.session_id = 8
+			local ref = shield.client.bind(other, "p1", "b") return ref`, want: `{"epoch":4,"gateway":"gw-test","player_id":"p1","session_id":8}`},
+		{name: "client.bind with a stale epoch", body: `return shield.client.bind(client, "stale", "b")`, want: "client_rpc.epoch_expired"},
+		{name: "client.bind error is catchable", body: `local ok, e = pcall(shield.client.bind, client, "stale", "b") return e.code`, want: `"client_rpc.epoch_expired"`},
+		{name: "client.bind with an empty player", body: `return shield.client.bind(client, "", "b")`, want: "client_rpc.handler_failed"},
 		{name: "client.kick", body: `return shield.client.kick(shield.client.ref(client), "cheating")`, want: `true`},
 		{name: "client.kick of a gone session", body: `local ref = shield.client.ref(client) ref.session_id = 404
 		                                               local ok, code = shield.client.kick(ref) return { ok = ok == nil, code = code }`,
@@ -88,8 +92,9 @@ func TestShieldAPI(t *testing.T) {
 		{name: "push with a body that does not encode", body: `return shield.client_rpc.push_a(client, { f = print })`, want: "client_rpc.handler_failed"},
 		{name: "push to a non-client", body: `return shield.client_rpc.push_a({ 1, 2 }, {})`, want: "client_rpc.handler_failed"},
 		{name: "a bidi route is a handler and a helper", body: `return shield.client_rpc.both(client, "b")`, want: `true`},
-		{name: "helpers are only the owner's", body: `return { own = shield.client_rpc.push_a ~= nil, other = shield.client_rpc.push_b == nil, inb = shield.call("b", "has") }`,
-			want: `{"inb":true,"other":true,"own":true}`},
+		{name: "helpers are only the owner's", body: `local ok, err = pcall(shield.client_rpc.push_b, client, {})
+			return { own = shield.client_rpc.push_a ~= nil, other = not ok and err:find('service "b"', 1, true) ~= nil, none = shield.client_rpc.nope == nil, inb = shield.call("b", "has") }`,
+			want: `{"inb":true,"none":true,"other":true,"own":true}`},
 	}
 	a, aScript := caseActor("a", "", `function M.both(ctx, client, req) return "bidi" end`, cases)
 	a += "      - {id: 200, binding: push_a, direction: s2c}\n" +
@@ -99,7 +104,7 @@ func TestShieldAPI(t *testing.T) {
 		"actors.yaml": luatest.ConfigYAML("", a, luatest.ActorYAML("b", "", "")),
 		"a.lua":       aScript,
 		"b.lua": `local M = {}
-function M.has(ctx) return shield.client_rpc.push_b ~= nil and shield.client_rpc.push_a == nil end
+function M.has(ctx) return shield.client_rpc.push_b ~= nil and not pcall(shield.client_rpc.push_a, {}, {}) end
 return M`,
 	})
 	w.Gateway.RejectN[13] = codes.QueueFull
@@ -122,7 +127,7 @@ return M`,
 	if len(recs) != 1 {
 		t.Fatalf("%d api log records", len(recs))
 	}
-	want := map[string]any{"service": "a", "instance": 0.0, "n": 3.0, "f": 1.5, "s": "x", "b": true, "t": `{"k":[1,2]}`, "level": "INFO"}
+	want := map[string]any{"service": "a", "instance": 0.0, "n": 3.0, "f": 1.5, "s": "x", "b": true, "t": map[string]any{"k": []any{1.0, 2.0}}, "level": "INFO"}
 	for k, v := range want {
 		if !reflect.DeepEqual(recs[0][k], v) {
 			t.Fatalf("log field %s = %#v, want %#v (record %v)", k, recs[0][k], v, recs[0])
@@ -145,7 +150,7 @@ return M`,
 	if len(w.Gateway.Binds) != 3 { // p1 and two stale ones
 		t.Fatalf("%d binds", len(w.Gateway.Binds))
 	}
-	wantBind := egress.BindRequest{Ref: egress.ClientRef{SessionID: 7, Epoch: 3, Gateway: "gw-test"}, PlayerID: "p1", Target: "player", Caller: egress.ActorID{Service: "a"}}
+	wantBind := egress.BindRequest{Ref: egress.ClientRef{SessionID: 8, Epoch: 3, Gateway: "gw-test"}, PlayerID: "p1", Target: egress.ActorID{Service: "b"}, Caller: egress.ActorID{Service: "a"}}
 	if got := *w.Gateway.Binds[0]; !reflect.DeepEqual(got, wantBind) {
 		t.Fatalf("bind %+v, want %+v", got, wantBind)
 	}

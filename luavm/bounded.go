@@ -23,7 +23,7 @@ const maxChunkBytes = 1 << 20
 // installBounded replaces table.concat, load, loadstring and
 // collectgarbage. It runs after the sandbox is built.
 func (vm *VM) installBounded() {
-	L := vm.L
+	L := vm.l
 	g := L.G.Global
 	tbl := g.RawGetString("table").(*lua.LTable)
 	tbl.RawSetString("concat", L.NewFunction(vm.tableConcat))

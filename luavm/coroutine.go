@@ -99,9 +99,9 @@ return loop, pcall, xpcall, cresume, wrap
 // xpcall come from the prelude, built on these. It must run before the
 // prelude is compiled.
 func (vm *VM) installCoroutines() {
-	co := vm.L.G.Global.RawGetString("coroutine").(*lua.LTable)
+	co := vm.l.G.Global.RawGetString("coroutine").(*lua.LTable)
 	orig := co.RawGetString("create").(*lua.LFunction)
-	co.RawSetString("create", vm.L.NewFunction(func(L *lua.LState) int {
+	co.RawSetString("create", vm.l.NewFunction(func(L *lua.LState) int {
 		fn := L.CheckFunction(1)
 		ctx := L.RemoveContext()
 		L.Push(orig)
@@ -121,7 +121,7 @@ func (vm *VM) installCoroutines() {
 	// until the process dies. Lua bounds this nesting by its C stack
 	// (LUAI_MAXCCALLS); this does the same.
 	resume := co.RawGetString("resume").(*lua.LFunction).GFunction
-	co.RawSetString("resume", vm.L.NewFunction(func(L *lua.LState) int {
+	co.RawSetString("resume", vm.l.NewFunction(func(L *lua.LState) int {
 		if vm.nesting >= maxNesting {
 			L.RaiseError("stack overflow (coroutines and pcalls nested deeper than %d)", maxNesting)
 		}
@@ -140,7 +140,7 @@ func (vm *VM) installCoroutines() {
 	}))
 	// gopher-lua's status says "normal" only for the running thread's
 	// direct resumer; Lua's says it for every thread up the chain.
-	co.RawSetString("status", vm.L.NewFunction(func(L *lua.LState) int {
+	co.RawSetString("status", vm.l.NewFunction(func(L *lua.LState) int {
 		th := L.CheckThread(1)
 		if !th.Dead && th != L.G.CurrentThread && isAncestor(L, th) {
 			L.Push(lua.LString("normal"))
@@ -172,33 +172,33 @@ const maxNesting = 200
 
 // compilePrelude runs the prelude and installs what it returns.
 func (vm *VM) compilePrelude() error {
-	vm.L.Push(preludeChunk.function(vm.L))
-	g := vm.L.G.Global
-	vm.L.Push(vm.done)
-	vm.L.Push(vm.wait)
-	vm.L.Push(vm.L.NewFunction(func(L *lua.LState) int {
+	vm.l.Push(preludeChunk.function(vm.l))
+	g := vm.l.G.Global
+	vm.l.Push(vm.done)
+	vm.l.Push(vm.wait)
+	vm.l.Push(vm.l.NewFunction(func(L *lua.LState) int {
 		L.Push(lua.LBool(L.CheckFunction(1).IsG))
 		return 1
 	}))
-	vm.L.Push(g.RawGetString("pcall"))
-	vm.L.Push(g.RawGetString("xpcall"))
-	if err := vm.L.PCall(5, 5, nil); err != nil {
+	vm.l.Push(g.RawGetString("pcall"))
+	vm.l.Push(g.RawGetString("xpcall"))
+	if err := vm.l.PCall(5, 5, nil); err != nil {
 		return err
 	}
 	co := g.RawGetString("coroutine").(*lua.LTable)
-	vm.body = vm.L.Get(-5).(*lua.LFunction)
-	g.RawSetString("pcall", vm.L.Get(-4))
-	g.RawSetString("xpcall", vm.L.Get(-3))
-	co.RawSetString("resume", vm.L.Get(-2))
-	co.RawSetString("wrap", vm.L.Get(-1))
-	vm.L.Pop(5)
+	vm.body = vm.l.Get(-5).(*lua.LFunction)
+	g.RawSetString("pcall", vm.l.Get(-4))
+	g.RawSetString("xpcall", vm.l.Get(-3))
+	co.RawSetString("resume", vm.l.Get(-2))
+	co.RawSetString("wrap", vm.l.Get(-1))
+	vm.l.Pop(5)
 	return nil
 }
 
 // newThread makes a message coroutine under the VM's interrupt. The main
 // state carries no context outside of load, so NewThread derives none.
 func (vm *VM) newThread() *lua.LState {
-	th, _ := vm.L.NewThread()
+	th, _ := vm.l.NewThread()
 	th.SetContext(vm.intr)
 	return th
 }

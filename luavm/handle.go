@@ -20,9 +20,9 @@ import (
 // per message was an eighth of a trivial handler's time. It is read-only
 // (a new key raises), so that no run can leave anything in it for the next.
 func (vm *VM) installCtx() {
-	L := vm.L
+	L := vm.l
 	vm.ctx = L.CreateTable(0, 3)
-	vm.ctxService, vm.ctxInstance = lua.LString(vm.Service), lua.LNumber(vm.Instance)
+	vm.ctxService, vm.ctxInstance = lua.LString(vm.service), lua.LNumber(vm.instance)
 	meta := L.CreateTable(0, 2)
 	meta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("ctx is read-only: one ctx serves every run of the VM (keep state in the module)")
@@ -41,20 +41,41 @@ func (vm *VM) setCtx(deadline lua.LValue) {
 	vm.ctx.RawSetString("deadline", deadline)
 }
 
-// HandleIngress runs the route's handler for a client frame (SPEC §6). A
-// request always gets exactly one answer through the gateway; a notify
-// never gets one.
+// budgetFrom is the deadline of a run started for something the gateway
+// read at received: the actor's handler_timeout counts from then, so time
+// spent waiting in the mailbox is spent from it (SPEC §6).
+func (vm *VM) budgetFrom(received time.Time) time.Time {
+	if received.IsZero() {
+		received = time.Now()
+	}
+	return received.Add(vm.spec.HandlerTimeout)
+}
+
+// HandleIngress runs the route's handler for a client frame (SPEC §4, §6).
+// A request gets exactly one answer through the gateway, whatever
+// happens; a notify never gets one, but its outcome is reported too.
 func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 	c := &in.Client
-	t := &task{in: in, deadline: time.Now().Add(vm.spec.HandlerTimeout)}
+	now := time.Now()
+	t := &task{in: in, deadline: vm.budgetFrom(in.Received)}
+	// SPEC §4: a frame whose session closed does not run (its answer goes
+	// nowhere, but is counted), and one from before a rebind is stale.
+	if code, ok := vm.stale.check(c.Ref, now); ok {
+		vm.finish(t, nil, codes.New(code, "the session's epoch %d is over", c.Ref.Epoch))
+		return
+	}
+	if !now.Before(t.deadline) {
+		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget waiting in the mailbox", t.label()))
+		return
+	}
 	h, ok := vm.handlers[c.RouteID]
 	if !ok {
-		vm.respond(t, nil, codes.New(codes.HandlerMissing, "no binding for route %d in service %s", c.RouteID, vm.Service))
+		vm.finish(t, nil, codes.New(codes.HandlerMissing, "no binding for route %d in service %s", c.RouteID, vm.service))
 		return
 	}
 	req, err := vm.decodeRequest(in, h)
 	if err != nil {
-		vm.respond(t, nil, err)
+		vm.finish(t, nil, err)
 		return
 	}
 	vm.start(t, h.fn, vm.ctx, vm.clientTable(c, h), req)
@@ -64,44 +85,11 @@ func routeLabel(c *ingress.ClientContext) string {
 	return config.RouteLabel(int64(c.RouteID), c.Route)
 }
 
-// decodeRequest turns the body into the handler's request argument.
+// decodeRequest turns the body into the handler's request argument, with
+// the route's body codec (package codec owns the policy).
 func (vm *VM) decodeRequest(in *ingress.ClientIngress, h handler) (_ lua.LValue, cerr *codes.Error) {
 	defer vm.catch("decoding a request", &cerr)
-	body := in.Body
-	if h.route.Action == config.ForwardRaw {
-		return lua.LString(body), nil
-	}
-	switch in.Codec {
-	case "", "json":
-		if rc := h.route.RequestCodec; rc != "" && rc != "json" {
-			return lua.LString(body), nil
-		}
-		if len(body) == 0 {
-			return lua.LNil, nil
-		}
-		if in.Unwrap {
-			if inner, ok := codec.UnwrapLegacy(body); ok {
-				body = inner
-			}
-		}
-		v, err := codec.DecodeJSON(vm.L, body)
-		if err != nil {
-			// SPEC §2 request_codec: with json a body that is not JSON
-			// reaches the handler as a string, never as decode_failed.
-			return lua.LString(body), nil
-		}
-		if err := vm.spec.Schemas.Validate(h.route.ID, body); err != nil {
-			return nil, asCodeError(err, codes.SchemaViolation)
-		}
-		return v, nil
-	case "raw":
-		return lua.LString(body), nil
-	}
-	c, ok := codec.Lookup(in.Codec)
-	if !ok {
-		return nil, codes.New(codes.DecodeFailed, "no body codec %q", in.Codec)
-	}
-	v, err := c.Decode(vm.L, codec.SchemaName(h.route), body)
+	v, err := codec.DecodeRequest(vm.l, h.route, in.Codec, in.Body, in.Unwrap, vm.spec.Schemas)
 	if err != nil {
 		return nil, asCodeError(err, codes.DecodeFailed)
 	}
@@ -118,63 +106,44 @@ func asCodeError(err error, code codes.Code) *codes.Error {
 	return codes.New(code, "%v", err)
 }
 
-// respond sends a request's one answer; a notify's outcome is only logged.
+// respond sends a client task's one answer, or a notify's outcome. It is
+// called by finish only, once per task.
 func (vm *VM) respond(t *task, vals []lua.LValue, err *codes.Error) {
 	in := t.in
-	c := &in.Client
-	r := &egress.Response{SessionID: c.Ref.SessionID, RouteID: c.RouteID, RequestID: c.RequestID, Notify: in.Notify(),
-		Service: vm.Service, Route: c.Route, Received: in.Received}
-	if err == nil && !r.Notify {
-		r.Body, err = vm.encodeResponse(t, in, vals)
+	var body []byte
+	if err == nil && !in.Notify() {
+		body, err = vm.encodeResponse(t, vals)
 	}
-	if err != nil && r.Notify {
-		vm.Log.Warn("notify failed", "route", t.label(), "session_id", c.Ref.SessionID, "player_id", c.Ref.PlayerID,
+	if err != nil && in.Notify() && err.Code != codes.SessionNotFound && err.Code != codes.EpochExpired {
+		c := &in.Client
+		vm.log.Warn("notify failed", "route", t.label(), "session_id", c.Ref.SessionID, "player_id", playerAttr(c.Ref.PlayerID),
 			"code", string(err.Code), "message", err.Message)
 	}
-	r.Err = err
-	vm.gatewayRespond(r)
-}
-
-func (vm *VM) gatewayRespond(r *egress.Response) {
-	if vm.host != nil && vm.host.Gateway() != nil {
-		vm.host.Gateway().Respond(r)
+	if s := vm.sink(); s != nil {
+		s.Respond(in.Answer(vm.service, body, err))
 	}
 }
 
-// encodeResponse encodes the handler's first return value; no value is an
-// empty body.
-func (vm *VM) encodeResponse(t *task, in *ingress.ClientIngress, vals []lua.LValue) (_ []byte, cerr *codes.Error) {
+// sink is where answers, pushes, binds and kicks go, or nil.
+func (vm *VM) sink() egress.Sink {
+	if vm.host == nil {
+		return nil
+	}
+	return vm.host.Sink()
+}
+
+// encodeResponse encodes the handler's first return value with the
+// route's body codec; no value is an empty body.
+func (vm *VM) encodeResponse(t *task, vals []lua.LValue) (_ []byte, cerr *codes.Error) {
 	defer vm.catch("encoding a response", &cerr)
 	if len(vals) == 0 || vals[0] == lua.LNil {
 		return nil, nil
 	}
-	v := vals[0]
-	h := vm.handlers[in.Client.RouteID]
-	if h.route != nil && h.route.Action == config.ForwardRaw || in.Codec == "raw" {
-		if s, ok := v.(lua.LString); ok {
-			return []byte(s), nil
-		}
-		return nil, vm.encodeFailed(t, "a raw route's handler must return a string, got "+v.Type().String())
+	h := vm.handlers[t.in.Client.RouteID]
+	b, err := codec.EncodeResponse(vm.l, h.route, t.in.Codec, vals[0])
+	if errors.Is(err, codec.ErrTooLarge) {
+		return nil, codes.New(codes.ResourceExhausted, "response: %v", err)
 	}
-	if in.Codec == "" || in.Codec == "json" {
-		b, err := codec.AppendJSON(nil, vm.L, v)
-		if errors.Is(err, codec.ErrTooLarge) {
-			return nil, codes.New(codes.ResourceExhausted, "response: %v", err)
-		}
-		if err != nil {
-			return nil, vm.encodeFailed(t, err.Error())
-		}
-		return b, nil
-	}
-	c, ok := codec.Lookup(in.Codec)
-	if !ok {
-		return nil, vm.encodeFailed(t, "no body codec "+in.Codec)
-	}
-	schema := ""
-	if h.route != nil {
-		schema = codec.SchemaName(h.route)
-	}
-	b, err := c.Encode(vm.L, schema, v)
 	if err != nil {
 		return nil, vm.encodeFailed(t, err.Error())
 	}
@@ -185,8 +154,11 @@ func (vm *VM) encodeFailed(t *task, reason string) *codes.Error {
 	return vm.classify(t, &lua.ApiError{Type: lua.ApiErrorRun, Object: lua.LString("response encode: " + reason)})
 }
 
-// HandleCall runs a shield.call or shield.send from another VM. The callee
-// runs under min(its own handler_timeout, the caller's remaining budget).
+// HandleCall runs a shield.call or shield.send from another VM (SPEC §8).
+// A call's callee runs under min(its own handler_timeout, the caller's
+// remaining budget); a send's under its own. A hook, or the binding of a
+// client route, is not a method: a client handler only ever receives a
+// client the gateway made.
 func (vm *VM) HandleCall(c *Call) {
 	now := time.Now()
 	t := &task{call: c, deadline: now.Add(vm.spec.HandlerTimeout)}
@@ -195,42 +167,55 @@ func (vm *VM) HandleCall(c *Call) {
 	}
 	if !now.Before(t.deadline) {
 		// The caller's budget ran out while the call waited in the lane.
-		vm.returnCall(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
+		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
 		return
 	}
-	fn, ok := vm.Module.RawGetString(c.Method).(*lua.LFunction)
-	if !ok {
-		vm.returnCall(t, nil, codes.New(codes.Unavailable, "service %s has no method %q", vm.Service, c.Method))
+	fn, ok := vm.module.RawGetString(c.Method).(*lua.LFunction)
+	switch {
+	case !ok:
+		vm.finish(t, nil, codes.New(codes.Unavailable, "service %s has no method %q", vm.service, c.Method))
+		return
+	case isHook(c.Method):
+		vm.finish(t, nil, codes.New(codes.Unavailable, "%q is a hook of service %s, run by the runtime only: not a method", c.Method, vm.service))
+		return
+	case vm.bindings[c.Method]:
+		vm.finish(t, nil, codes.New(codes.Unavailable, "%q is the handler of a client route of service %s: not a method", c.Method, vm.service))
 		return
 	}
 	args := make([]lua.LValue, 0, len(c.Args)+1)
 	args = append(args, vm.ctx)
 	for _, a := range c.Args {
-		args = append(args, ToLua(vm.L, a))
+		v, err := DecodeValue(vm.l, a)
+		if err != nil {
+			vm.finish(t, nil, codes.New(codes.Unavailable, "argument of %s: %v", c.Method, err))
+			return
+		}
+		args = append(args, v)
 	}
 	vm.start(t, fn, args...)
 }
 
-// returnCall sends a call's results back to its caller. A send has no
-// caller waiting; its failure is logged.
+// returnCall sends a call's results back to its caller, each copied out
+// under the JSON mapping. A send has no caller waiting; its failure is
+// logged.
 func (vm *VM) returnCall(t *task, vals []lua.LValue, err *codes.Error) {
 	c := t.call
 	if c.ID == 0 {
 		if err != nil {
-			vm.Log.Warn("shield.send handler failed", "method", c.Method, "from", c.From.Service, "code", string(err.Code), "message", err.Message)
+			vm.log.Warn("shield.send handler failed", "method", c.Method, "from", c.From.Service, "code", string(err.Code), "message", err.Message)
 		}
 		return
 	}
 	r := &Result{To: c.From, ID: c.ID, Gen: c.Gen, Err: err}
 	if err == nil && len(vals) > 0 {
-		r.Values = make([]Value, 0, len(vals))
-		for _, v := range vals {
-			gv, cerr := ToGo(vm.L, v)
+		r.Values = make([][]byte, len(vals))
+		for i, v := range vals {
+			b, cerr := EncodeValue(vm.l, v)
 			if cerr != nil {
 				r.Values, r.Err = nil, vm.encodeFailed(t, "result: "+cerr.Error())
 				break
 			}
-			r.Values = append(r.Values, gv)
+			r.Values[i] = b
 		}
 	}
 	if vm.host != nil {
@@ -238,19 +223,44 @@ func (vm *VM) returnCall(t *task, vals []lua.LValue, err *codes.Error) {
 	}
 }
 
-// HandleDisconnected runs client_disconnected(ctx, client, reason), if the
-// module has it.
-func (vm *VM) HandleDisconnected(d *ingress.Disconnected) {
-	if vm.ClientDisconnected == nil {
-		return
+// HandleControl handles a message of the control lane: a reply or a
+// timer's result, or a session's lifecycle message, which runs the
+// matching hook if the module has it.
+func (vm *VM) HandleControl(m any) {
+	switch m := m.(type) {
+	case *Result:
+		vm.HandleResult(m)
+	case *ingress.Bound:
+		vm.runSessionHook("client_bound", m.Ref, vm.clientOf(m.Ref, m.RemoteAddr))
+	case *ingress.Suspended:
+		vm.runSessionHook("client_suspended", m.Ref, vm.clientOf(m.Ref, m.RemoteAddr))
+	case *ingress.Resumed:
+		vm.runSessionHook("client_resumed", m.Ref, vm.clientOf(m.Ref, m.RemoteAddr))
+	case *ingress.Disconnected:
+		// From now on, frames of the session still queued here are stale.
+		vm.stale.mark(m.Ref.SessionID, m.Ref.Epoch, true, time.Now(), vm.spec.HandlerTimeout)
+		vm.runSessionHook("client_disconnected", m.Ref, vm.refTable(m.Ref), lua.LString(m.Reason))
+	default:
+		panic("luavm: unknown control message")
 	}
-	t := &task{what: "client_disconnected", deadline: time.Now().Add(vm.spec.HandlerTimeout)}
-	vm.start(t, vm.ClientDisconnected, vm.ctx, vm.refTable(d.Ref), lua.LString(d.Reason))
 }
 
-// RunHook runs init or stop (whichever fn is) as a task; done gets its
-// outcome, nil on success. A VM without the hook reports success at once.
-func (vm *VM) RunHook(name string, fn *lua.LFunction, done func(err *codes.Error)) {
+// runSessionHook runs a session hook about ref with its arguments after
+// ctx, if the module has it. Its log lines carry the session's ids.
+func (vm *VM) runSessionHook(name string, ref egress.ClientRef, args ...lua.LValue) {
+	fn := vm.hooks[name]
+	if fn == nil {
+		return
+	}
+	t := &task{what: name, deadline: time.Now().Add(vm.spec.HandlerTimeout), ref: &ref}
+	vm.start(t, fn, append([]lua.LValue{vm.ctx}, args...)...)
+}
+
+// RunHook runs one of the VM's own hooks (init, stop, draining) as a task;
+// done gets its outcome, nil on success. A VM without the hook reports
+// success at once.
+func (vm *VM) RunHook(name string, done func(err *codes.Error)) {
+	fn := vm.hooks[name]
 	if fn == nil {
 		done(nil)
 		return

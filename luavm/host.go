@@ -17,14 +17,16 @@ type Address struct {
 }
 
 // Call is a shield.call or shield.send from one VM to another service's
-// business lane. Args are plain data (see Value).
+// business lane. It is plain data: Args are the arguments copied out of
+// the caller under the JSON mapping (SPEC §8), one JSON value each, an
+// empty one for a nil argument; the same in one process and across nodes.
 type Call struct {
 	From     egress.ActorID
 	To       Address
 	ID       uint64 // the caller's pending id; 0 for shield.send
 	Method   string
-	Args     []Value
-	Deadline time.Time // the caller's remaining budget travels with the call
+	Args     [][]byte
+	Deadline time.Time // a call's remaining budget; zero for a send, which carries none
 	// Gen is the calling VM's generation. An actor whose VM was replaced
 	// after a crash keeps its ActorID, and the new VM numbers its pending
 	// calls from 1 again: Gen keeps a reply meant for the old VM from
@@ -32,14 +34,17 @@ type Call struct {
 	Gen uint64
 }
 
-// Result completes something a VM is waiting for: a call's reply or a timer.
-// It travels on the receiver's control lane and is never dropped.
+// Result completes something a VM is waiting for: a call's reply or a
+// bind's outcome. It travels on the receiver's control lane and is never
+// dropped. Values are the results, copied like a Call's Args.
 type Result struct {
 	To     egress.ActorID
 	ID     uint64
 	Gen    uint64 // the Call's Gen
-	Values []Value
+	Values [][]byte
 	Err    *codes.Error
+	// Ref is a bind's new ClientRef.
+	Ref egress.ClientRef
 }
 
 // Host is what a VM needs from the actor that runs it. Its methods are
@@ -47,14 +52,15 @@ type Result struct {
 type Host interface {
 	// Self is the VM's own service and instance.
 	Self() egress.ActorID
-	// Instances returns the number of VMs of a service, or 0 when there is
-	// no such service.
-	Instances(service string) int
+	// Pick resolves a service and a shard key to the VM that key maps to,
+	// as shield.client.bind does (SPEC §4): unavailable for no such
+	// service.
+	Pick(service, key string) (egress.ActorID, *codes.Error)
 	// Route delivers a call to its service's business lane, or fails fast
 	// with client_rpc.unavailable or client_rpc.busy.
 	Route(c *Call) *codes.Error
-	// Return delivers a call's result to the caller's control lane.
+	// Return delivers a result to its VM's control lane (its own included).
 	Return(r *Result)
-	// Gateway is where answers, pushes, binds and kicks go.
-	Gateway() egress.Gateway
+	// Sink is where answers, pushes, binds and kicks go.
+	Sink() egress.Sink
 }

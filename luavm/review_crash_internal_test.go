@@ -16,16 +16,17 @@ import (
 // answers is a Host and gateway that records the answers a VM sends.
 type answers struct{ resp []*egress.Response }
 
-func (h *answers) Self() egress.ActorID                               { return egress.ActorID{Service: "a"} }
-func (h *answers) Instances(string) int                               { return 1 }
-func (h *answers) Route(*Call) *codes.Error                           { return nil }
-func (h *answers) Return(*Result)                                     {}
-func (h *answers) Gateway() egress.Gateway                            { return h }
-func (h *answers) Name() string                                       { return "gw-test" }
-func (h *answers) Respond(r *egress.Response)                         { h.resp = append(h.resp, r) }
-func (h *answers) Push(p *egress.Push) []codes.Code                   { return make([]codes.Code, len(p.Targets)) }
-func (h *answers) Bind(*egress.BindRequest) (egress.ClientRef, error) { return egress.ClientRef{}, nil }
-func (h *answers) Kick(egress.ClientRef, string) error                { return nil }
+func (h *answers) Self() egress.ActorID { return egress.ActorID{Service: "a"} }
+func (h *answers) Pick(s, _ string) (egress.ActorID, *codes.Error) {
+	return egress.ActorID{Service: s}, nil
+}
+func (h *answers) Route(*Call) *codes.Error                         { return nil }
+func (h *answers) Return(*Result)                                   {}
+func (h *answers) Sink() egress.Sink                                { return h }
+func (h *answers) Respond(r *egress.Response)                       { h.resp = append(h.resp, r) }
+func (h *answers) Push(p *egress.Push) []codes.Code                 { return make([]codes.Code, len(p.Targets)) }
+func (h *answers) Bind(_ *egress.BindRequest, done egress.BindDone) { done(egress.ClientRef{}, nil) }
+func (h *answers) Kick(egress.ClientRef, string) *codes.Error       { return nil }
 
 // TestGoPanicOutOfResumeIsAnswered checks that a Go panic that gopher-lua
 // lets out of Resume (here: the resume of a "normal" thread, with the check

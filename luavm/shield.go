@@ -2,6 +2,7 @@ package luavm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,7 +36,7 @@ const builtinChunk = "=shield:"
 // installShield builds the shield module (SPEC §8) and makes it the global
 // `shield` and require("shield").
 func (vm *VM) installShield() {
-	L := vm.L
+	L := vm.l
 	vm.errMeta = L.NewTable()
 	vm.errMeta.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
 		t := L.CheckTable(1)
@@ -47,13 +48,14 @@ func (vm *VM) installShield() {
 	sh := L.NewTable()
 	vm.shield = sh
 	L.SetFuncs(sh, map[string]lua.LGFunction{
-		"send":    vm.luaSend,
-		"error":   vm.luaError,
-		"timeout": vm.luaTimeout,
-		"cancel":  vm.luaCancel,
-		"now":     luaNow,
-		"self":    vm.luaSelf,
-		"array":   luaArray,
+		"send":     vm.luaSend,
+		"error":    vm.luaError,
+		"timeout":  vm.luaTimeout,
+		"cancel":   vm.luaCancel,
+		"now":      luaNow,
+		"self":     vm.luaSelf,
+		"array":    luaArray,
+		"settings": vm.luaSettings,
 	})
 	check := vm.mustChunk(checkChunk).(*lua.LFunction)
 	sh.RawSetString("call", vm.suspending(check, vm.luaCall))
@@ -66,7 +68,7 @@ func (vm *VM) installShield() {
 	}
 	sh.RawSetString("log", logt)
 	sh.RawSetString("json", L.SetFuncs(L.NewTable(), map[string]lua.LGFunction{"encode": vm.luaJSONEncode, "decode": luaJSONDecode}))
-	vm.installClient(sh)
+	vm.installClient(sh, check)
 
 	L.G.Global.RawSetString("shield", sh)
 	L.G.Global.RawGetString("package").(*lua.LTable).RawGetString("loaded").(*lua.LTable).RawSetString("shield", sh)
@@ -75,28 +77,28 @@ func (vm *VM) installShield() {
 // suspending wraps a Go function that may yield: Lua sees
 // function(...) return check(fn(...)) end.
 func (vm *VM) suspending(check *lua.LFunction, fn lua.LGFunction) *lua.LFunction {
-	vm.L.Push(suspendChunk.function(vm.L))
-	vm.L.Push(check)
-	vm.L.Push(vm.L.NewFunction(fn))
-	vm.L.Call(2, 1)
-	f := vm.L.Get(-1).(*lua.LFunction)
-	vm.L.Pop(1)
+	vm.l.Push(suspendChunk.function(vm.l))
+	vm.l.Push(check)
+	vm.l.Push(vm.l.NewFunction(fn))
+	vm.l.Call(2, 1)
+	f := vm.l.Get(-1).(*lua.LFunction)
+	vm.l.Pop(1)
 	return f
 }
 
 // mustChunk runs a built-in chunk and returns its first result.
 func (vm *VM) mustChunk(b *builtin) lua.LValue {
-	vm.L.Push(b.function(vm.L))
-	vm.L.Call(0, 1)
-	v := vm.L.Get(-1)
-	vm.L.Pop(1)
+	vm.l.Push(b.function(vm.l))
+	vm.l.Call(0, 1)
+	v := vm.l.Get(-1)
+	vm.l.Pop(1)
 	return v
 }
 
 func (vm *VM) installStrings() {
 	// Encoded JSON is a string the VM builds too: the same cap applies.
-	codec.SetMaxEncodeBytes(vm.L, int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1))))
-	strlib.Open(vm.L, strlib.Limits{
+	codec.SetMaxEncodeBytes(vm.l, int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1))))
+	strlib.Open(vm.l, strlib.Limits{
 		MaxStringBytes: int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1))),
 		OnExceeded: func(L *lua.LState, what string) {
 			L.Error(vm.errorValue(codes.ResourceExhausted, what), 0)
@@ -108,7 +110,7 @@ func (vm *VM) installStrings() {
 // __tostring, marked by its metatable as raised by Shield itself, so that a
 // script's own error({code = ...}) cannot pass as one.
 func (vm *VM) errorValue(code codes.Code, msg string) *lua.LTable {
-	t := vm.L.CreateTable(0, 2)
+	t := vm.l.CreateTable(0, 2)
 	t.RawSetString("code", lua.LString(code))
 	t.RawSetString("message", lua.LString(msg))
 	t.Metatable = vm.errMeta
@@ -138,8 +140,8 @@ func luaNow(L *lua.LState) int {
 }
 
 func (vm *VM) luaSelf(L *lua.LState) int {
-	L.Push(lua.LString(vm.Service))
-	L.Push(lua.LNumber(vm.Instance))
+	L.Push(lua.LString(vm.service))
+	L.Push(lua.LNumber(vm.instance))
 	return 2
 }
 
@@ -176,29 +178,38 @@ func luaJSONDecode(L *lua.LState) int {
 	return 1
 }
 
-// luaLog logs msg with key/value pairs; values that are tables are logged
-// as their JSON, so a log line never holds a Lua address.
+// luaLog logs msg with key/value pairs (SPEC §9). A line logged while
+// handling a client's frame carries that session's session_id and
+// player_id, once each: a key the script passes that a line already has
+// (session_id, player_id, service, instance, and slog's own time, level
+// and msg) is renamed arg.<key>. A table is logged as a nested JSON value,
+// so a log line never holds a Lua address.
 func (vm *VM) luaLog(level slog.Level) lua.LGFunction {
 	return func(L *lua.LState) int {
 		msg := L.CheckString(1)
 		top := L.GetTop()
 		attrs := make([]slog.Attr, 0, top/2+2)
-		// A line logged while handling a client's frame is about that
-		// session: it says which, as every gateway line does.
-		if t := vm.current; t != nil && t.in != nil {
-			ref := t.in.Client.Ref
-			attrs = append(attrs, slog.Uint64("session_id", ref.SessionID), slog.String("player_id", ref.PlayerID))
+		if ref := vm.current.session(); ref != nil {
+			attrs = append(attrs, slog.Uint64("session_id", ref.SessionID), slog.Any("player_id", playerAttr(ref.PlayerID)))
 		}
 		for i := 2; i+1 <= top; i += 2 {
-			attrs = append(attrs, slog.Any(L.ToStringMeta(L.Get(i)).String(), logValue(L, L.Get(i+1))))
+			key := L.ToStringMeta(L.Get(i)).String()
+			if reservedLogKeys[key] {
+				key = "arg." + key
+			}
+			attrs = append(attrs, slog.Any(key, logValue(L, L.Get(i+1))))
 		}
 		if top >= 2 && top%2 == 0 {
 			attrs = append(attrs, slog.Any("!BADKEY", logValue(L, L.Get(top))))
 		}
-		vm.Log.LogAttrs(context.Background(), level, msg, attrs...)
+		vm.log.LogAttrs(context.Background(), level, msg, attrs...)
 		return 0
 	}
 }
+
+// reservedLogKeys are the keys a VM's log line may already hold.
+var reservedLogKeys = map[string]bool{"session_id": true, "player_id": true, "service": true, "instance": true,
+	slog.TimeKey: true, slog.LevelKey: true, slog.MessageKey: true, slog.SourceKey: true}
 
 func logValue(L *lua.LState, v lua.LValue) any {
 	switch v := v.(type) {
@@ -213,8 +224,11 @@ func logValue(L *lua.LState, v lua.LValue) any {
 		return string(v)
 	case *lua.LTable:
 		if b, err := codec.AppendJSON(nil, L, v); err == nil {
-			return string(b)
+			return json.RawMessage(b)
 		}
+	}
+	if codec.IsNull(L, v) {
+		return nil
 	}
 	return L.ToStringMeta(v).String()
 }

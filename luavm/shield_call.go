@@ -2,6 +2,7 @@ package luavm
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -30,19 +31,21 @@ func address(L *lua.LState, n int) Address {
 	return Address{}
 }
 
-// callArgs copies arguments from..top out of the VM.
-func (vm *VM) callArgs(L *lua.LState, from int) []Value {
+// callArgs copies arguments from..top out of the VM under the JSON
+// mapping (see EncodeValue); one that cannot leave the VM (a function, a
+// coroutine, userdata other than shield.null) raises at the caller.
+func (vm *VM) callArgs(L *lua.LState, from int) [][]byte {
 	top := L.GetTop()
 	if top < from {
 		return nil
 	}
-	args := make([]Value, 0, top-from+1)
+	args := make([][]byte, 0, top-from+1)
 	for i := from; i <= top; i++ {
-		v, err := ToGo(L, L.Get(i))
+		b, err := EncodeValue(L, L.Get(i))
 		if err != nil {
-			L.ArgError(i, err.Error())
+			L.ArgError(i, "cannot be sent to another service: "+err.Error())
 		}
-		args = append(args, v)
+		args = append(args, b)
 	}
 	return args
 }
@@ -51,21 +54,20 @@ func (vm *VM) callArgs(L *lua.LState, from int) []Value {
 // functions only make sense inside a handler.
 func (vm *VM) running(L *lua.LState, name string) *task {
 	if vm.current == nil || vm.host == nil {
-		L.RaiseError("%s can only be used while handling a message", name)
+		L.RaiseError("%s can only be used while handling a message%s: the script's top level runs at load, before any message; do this in init",
+			name, scriptLine(L))
 	}
 	return vm.current
 }
 
-// shield.send(addr, method, ...) -> true | nil, code. It never waits.
+// shield.send(addr, method, ...) -> true | nil, code. It never waits, and
+// carries no budget: the callee runs under its own handler_timeout,
+// whatever happens to the sender (SPEC §6).
 func (vm *VM) luaSend(L *lua.LState) int {
-	if vm.host == nil {
-		L.RaiseError("shield.send can only be used while handling a message")
+	if vm.host == nil || vm.current == nil {
+		L.RaiseError("shield.send can only be used while handling a message (at load time, use init)")
 	}
 	c := &Call{From: vm.host.Self(), To: address(L, 1), Method: L.CheckString(2), Args: vm.callArgs(L, 3)}
-	c.Deadline = time.Now().Add(vm.spec.HandlerTimeout)
-	if t := vm.current; t != nil {
-		c.Deadline = t.deadline
-	}
 	if err := vm.host.Route(c); err != nil {
 		L.Push(lua.LNil)
 		L.Push(lua.LString(err.Code))
@@ -146,4 +148,24 @@ func millis(ms lua.LNumber) time.Duration {
 		ms = 0
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond))
+}
+
+// scriptLine is " (file:line)" of the innermost frame of the service's own
+// code on L's stack, or "" when there is none: the runtime's chunks and Go
+// functions are skipped.
+func scriptLine(L *lua.LState) string {
+	for level := 0; level < 16; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			break
+		}
+		if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil {
+			break
+		}
+		if dbg.CurrentLine <= 0 || strings.HasPrefix(dbg.Source, builtinChunk) {
+			continue
+		}
+		return fmt.Sprintf(" (%s:%d)", dbg.Source, dbg.CurrentLine)
+	}
+	return ""
 }

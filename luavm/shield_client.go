@@ -2,7 +2,6 @@ package luavm
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 
@@ -17,22 +16,46 @@ import (
 
 // installClient adds shield.client and shield.client_rpc: the session
 // operations and one push helper per s2c or bidi route the service owns.
-func (vm *VM) installClient(sh *lua.LTable) {
-	L := vm.L
-	sh.RawSetString("client", L.SetFuncs(L.NewTable(), map[string]lua.LGFunction{
+func (vm *VM) installClient(sh *lua.LTable, check *lua.LFunction) {
+	L := vm.l
+	client := L.SetFuncs(L.NewTable(), map[string]lua.LGFunction{
 		"ref":  vm.luaRef,
-		"bind": vm.luaBind,
 		"kick": vm.luaKick,
+	})
+	client.RawSetString("bind", vm.suspending(check, vm.luaBind))
+	sh.RawSetString("client", client)
+	// The helpers are filled in by bindRoutes, once the routes are known.
+	rpc := L.NewTable()
+	meta := L.NewTable()
+	meta.RawSetString("__index", L.NewFunction(vm.foreignHelper))
+	rpc.Metatable = meta
+	sh.RawSetString("client_rpc", rpc)
+}
+
+// foreignHelper is shield.client_rpc's __index: the helper of a push
+// route that another service owns is not this VM's, and calling it raises
+// an error that says where it lives, instead of "attempt to call a nil
+// value". Any other missing name is nil.
+func (vm *VM) foreignHelper(L *lua.LState) int {
+	name := L.CheckString(2)
+	owner, ok := vm.spec.PushOwners[name]
+	if !ok {
+		L.Push(lua.LNil)
+		return 1
+	}
+	L.Push(L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("shield.client_rpc.%s pushes a route of service %q: only its VMs can push it (send %s a message that pushes)",
+			name, owner, owner)
+		return 0
 	}))
-	// The helpers are filled in by compile, once the routes are known.
-	sh.RawSetString("client_rpc", L.NewTable())
+	return 1
 }
 
 // installHelpers registers shield.client_rpc.<binding> for each push route.
 func (vm *VM) installHelpers() {
 	rpc := vm.shield.RawGetString("client_rpc").(*lua.LTable)
 	for name, r := range vm.helpers {
-		rpc.RawSetString(name, vm.L.NewFunction(vm.pushHelper(r)))
+		rpc.RawSetString(name, vm.l.NewFunction(vm.pushHelper(r)))
 	}
 }
 
@@ -65,7 +88,7 @@ func idFrom(v lua.LValue) (uint64, bool) {
 // clientTable is the handler's `client` argument. The route's name and id
 // are the compiled route's, boxed once, when the frame says the same.
 func (vm *VM) clientTable(c *ingress.ClientContext, h handler) *lua.LTable {
-	t := vm.L.CreateTable(0, 8)
+	t := vm.l.CreateTable(0, 8)
 	vm.setRef(t, c.Ref)
 	if c.Route == h.route.Name {
 		t.RawSetString("route", h.name)
@@ -79,8 +102,17 @@ func (vm *VM) clientTable(c *ingress.ClientContext, h handler) *lua.LTable {
 }
 
 func (vm *VM) refTable(r egress.ClientRef) *lua.LTable {
-	t := vm.L.CreateTable(0, 4)
+	t := vm.l.CreateTable(0, 4)
 	vm.setRef(t, r)
+	return t
+}
+
+// clientOf is a session hook's `client`: the session's ref and its
+// remote address.
+func (vm *VM) clientOf(r egress.ClientRef, remote string) *lua.LTable {
+	t := vm.l.CreateTable(0, 5)
+	vm.setRef(t, r)
+	t.RawSetString("remote_addr", lua.LString(remote))
 	return t
 }
 
@@ -123,11 +155,13 @@ func checkRef(L *lua.LState, n int) egress.ClientRef {
 	return r
 }
 
-func (vm *VM) gateway(L *lua.LState, name string) egress.Gateway {
-	if vm.host == nil || vm.host.Gateway() == nil {
+// sinkFor returns where a session operation goes, or raises unavailable.
+func (vm *VM) sinkFor(L *lua.LState, name string) egress.Sink {
+	sink := vm.sink()
+	if sink == nil {
 		vm.raise(L, codes.Unavailable, "%s: no gateway is attached", name)
 	}
-	return vm.host.Gateway()
+	return sink
 }
 
 // shield.client.ref(client) -> ClientRef: plain data to store and pass on.
@@ -137,55 +171,58 @@ func (vm *VM) luaRef(L *lua.LState) int {
 }
 
 // shield.client.bind(client, player_id, target) -> the new ClientRef.
+// The bind is a request to the session's gateway (SPEC §4, §10): only the
+// calling coroutine waits for its outcome, like shield.call. The caller
+// resolves the target VM, fnv1a64(player_id) % instances.
 func (vm *VM) luaBind(L *lua.LState) int {
+	t := vm.running(L, "shield.client.bind")
 	ref := checkRef(L, 1)
 	player := L.CheckString(2)
-	target := L.CheckString(3)
+	service := L.CheckString(3)
 	if player == "" {
 		L.ArgError(2, "player_id must not be empty")
 	}
-	gw := vm.gateway(L, "shield.client.bind")
-	var nref egress.ClientRef
-	var err error
+	sink := vm.sink()
+	if sink == nil {
+		return vm.fail(L, codes.Unavailable, "shield.client.bind: no gateway is attached")
+	}
+	target, cerr := vm.host.Pick(service, player)
+	if cerr != nil {
+		return vm.fail(L, cerr.Code, "%s", cerr.Message)
+	}
+	id, ok := vm.addPending(&pending{kind: pendBind, task: t, ref: ref})
+	if !ok {
+		return vm.fail(L, codes.Busy, "max_pending (%d) timers and calls already in flight", vm.spec.MaxPending)
+	}
+	host, self, gen := vm.host, vm.host.Self(), vm.gen
 	func() {
 		defer vm.guard("gateway Bind")
-		nref, err = gw.Bind(&egress.BindRequest{Ref: ref, PlayerID: player, Target: target, Caller: vm.host.Self()})
+		sink.Bind(&egress.BindRequest{Ref: ref, PlayerID: player, Target: target, Caller: self},
+			func(nref egress.ClientRef, err *codes.Error) {
+				host.Return(&Result{To: self, ID: id, Gen: gen, Ref: nref, Err: err})
+			})
 	}()
-	if err != nil {
-		vm.raiseErr(L, err)
-	}
-	L.Push(vm.refTable(nref))
-	return 1
+	t.waiting = id
+	return L.Yield(vm.wait)
 }
 
 // shield.client.kick(client_or_ref, reason) -> true | nil, code.
 func (vm *VM) luaKick(L *lua.LState) int {
 	ref := checkRef(L, 1)
 	reason := L.OptString(2, "kicked")
-	gw := vm.gateway(L, "shield.client.kick")
-	var err error
+	sink := vm.sinkFor(L, "shield.client.kick")
+	var err *codes.Error
 	func() {
 		defer vm.guard("gateway Kick")
-		err = gw.Kick(ref, reason)
+		err = sink.Kick(ref, reason)
 	}()
 	if err != nil {
-		code, _ := codes.CodeOf(err)
 		L.Push(lua.LNil)
-		L.Push(lua.LString(code))
+		L.Push(lua.LString(err.Code))
 		return 2
 	}
 	L.Push(lua.LTrue)
 	return 1
-}
-
-// raiseErr raises a gateway error with its code (handler_failed when it has
-// none).
-func (vm *VM) raiseErr(L *lua.LState, err error) {
-	var ce *codes.Error
-	if errors.As(err, &ce) {
-		vm.raise(L, ce.Code, "%s", ce.Message)
-	}
-	vm.raise(L, codes.HandlerFailed, "%v", err)
 }
 
 // encodePush encodes a push body once per body codec in use. A codec that
@@ -199,15 +236,7 @@ func (vm *VM) encodePush(L *lua.LState, r *descriptor.Route, v lua.LValue) map[s
 	bodies := make(map[string][]byte, len(keys))
 	var first error
 	for _, key := range keys {
-		var b []byte
-		var err error
-		if key == codec.JSONName {
-			b, err = codec.AppendJSON(nil, L, v)
-		} else if c, ok := codec.Lookup(key); ok {
-			b, err = c.Encode(L, codec.SchemaName(r), v)
-		} else {
-			err = fmt.Errorf("no body codec %q", key)
-		}
+		b, err := codec.EncodePush(L, r, key, v)
 		if err != nil {
 			if first == nil {
 				first = err
@@ -232,7 +261,7 @@ func (vm *VM) pushHelper(r *descriptor.Route) lua.LGFunction {
 	name := "shield.client_rpc." + r.Binding
 	return func(L *lua.LState) int {
 		target := L.CheckTable(1)
-		gw := vm.gateway(L, name)
+		sink := vm.sinkFor(L, name)
 		single := target.RawGetString("session_id") != lua.LNil
 		p := &egress.Push{RouteID: r.ID, Bodies: vm.encodePush(L, r, L.Get(2))}
 		if single {
@@ -251,7 +280,7 @@ func (vm *VM) pushHelper(r *descriptor.Route) lua.LGFunction {
 		var rejected []codes.Code
 		func() {
 			defer vm.guard("gateway Push")
-			rejected = gw.Push(p)
+			rejected = sink.Push(p)
 		}()
 		if single {
 			if len(rejected) > 0 && rejected[0] != "" {

@@ -10,6 +10,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
 )
 
@@ -28,6 +29,7 @@ type task struct {
 
 	in     *ingress.ClientIngress // a client request or notify
 	call   *Call                  // a shield.call (ID != 0) or shield.send
+	ref    *egress.ClientRef      // a session hook's session
 	onDone func(vals []lua.LValue, err *codes.Error)
 }
 
@@ -46,15 +48,17 @@ func (t *task) label() string {
 // pending is something a suspended task, or a timer, waits for.
 type pending struct {
 	kind  pendingKind
-	task  *task          // pendCall, pendSleep
-	fn    *lua.LFunction // pendTimeout
-	timer *timerEntry    // pendSleep, pendTimeout
+	task  *task            // pendCall, pendBind, pendSleep
+	fn    *lua.LFunction   // pendTimeout
+	timer *timerEntry      // pendSleep, pendTimeout
+	ref   egress.ClientRef // pendBind: the ref bound from
 }
 
 type pendingKind uint8
 
 const (
 	pendCall pendingKind = iota + 1
+	pendBind
 	pendSleep
 	pendTimeout
 )
@@ -72,7 +76,7 @@ func (vm *VM) getThread() *lua.LState {
 	// The first resume starts the loop: run a no-op through it so that
 	// Panic, which Resume sets on a thread's first start, can be replaced
 	// by the hook that keeps tracebacks.
-	vm.L.Resume(th, vm.body, vm.noop)
+	vm.l.Resume(th, vm.body, vm.noop)
 	th.Panic = vm.panicHook
 	return th
 }
@@ -165,9 +169,9 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 	case reason == interruptBudget:
 		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
 	case reason == interruptHeap:
-		// Whatever the handler grew may still be reachable from the VM's
-		// globals: start over with a fresh VM.
-		vm.crashed = true
+		// The run stops; the VM and its state stay (SPEC §6: only a Go
+		// panic replaces a VM). What the run grew and left reachable is
+		// the script's, and the next run may free it.
 		vm.finish(t, nil, codes.New(codes.ResourceExhausted, "the heap passed lua.heap_limit_bytes"))
 	case vm.crashed:
 		// A Go panic in a gateway call (see guard), already logged; a
@@ -216,7 +220,7 @@ func (vm *VM) resumeTask(t *task, args []lua.LValue) (st lua.ResumeState, err er
 			panicked = r
 		}
 	}()
-	st, err, vals = vm.L.Resume(t.co, vm.body, args...)
+	st, err, vals = vm.l.Resume(t.co, vm.body, args...)
 	return st, err, vals, nil
 }
 
@@ -248,7 +252,7 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 	case t.onDone != nil:
 		t.onDone(vals, err)
 	case err != nil:
-		vm.Log.Warn("task failed", "task", t.label(), "code", string(err.Code), "message", err.Message)
+		vm.log.Warn("task failed", "task", t.label(), "code", string(err.Code), "message", err.Message)
 	}
 }
 
@@ -269,8 +273,34 @@ func (vm *VM) classify(t *task, err error) *codes.Error {
 	if api != nil && api.Object != nil {
 		msg = api.Object.String()
 	}
-	vm.Log.Error("handler failed", "incident", incident, "task", t.label(), "error", msg, "traceback", vm.trace)
+	if vm.incidents.allow(time.Now()) {
+		attrs := append(vm.sessionAttrs(t), "incident", incident, "task", t.label(), "error", msg, "traceback", vm.trace)
+		vm.log.Error("handler failed", attrs...)
+	} else if vm.spec.Suppressed != nil {
+		vm.spec.Suppressed()
+	}
 	return codes.New(codes.HandlerFailed, "internal error (incident %s)", incident)
+}
+
+// sessionAttrs are the session_id and player_id of a log line about a
+// client task (SPEC §9: once each), or none.
+func (vm *VM) sessionAttrs(t *task) []any {
+	if ref := t.session(); ref != nil {
+		return []any{"session_id", ref.SessionID, "player_id", playerAttr(ref.PlayerID)}
+	}
+	return nil
+}
+
+// session is the session a task is about: a client frame's, a session
+// hook's, or nil.
+func (t *task) session() *egress.ClientRef {
+	switch {
+	case t == nil:
+		return nil
+	case t.in != nil:
+		return &t.in.Client.Ref
+	}
+	return t.ref
 }
 
 // crashErr is what a task of a crashed VM answers: handler_failed with
@@ -302,7 +332,7 @@ func (vm *VM) markCrashed(what, task, panicked, stack string) {
 	if stack != "" {
 		attrs = append(attrs, "stack", stack)
 	}
-	vm.Log.Error(what+"; the VM will be replaced", attrs...)
+	vm.log.Error(what+"; the VM will be replaced", attrs...)
 }
 
 // Crash marks the VM crashed by a Go panic that went past it into the
@@ -353,8 +383,7 @@ func (vm *VM) Abort(err *codes.Error) {
 	}
 }
 
-// Crashed reports whether the VM must be replaced: a Go panic hit it, or a
-// handler was stopped at the heap limit.
+// Crashed reports whether the VM must be replaced: a Go panic hit it.
 func (vm *VM) Crashed() bool { return vm.crashed }
 
 // Busy is the number of suspended tasks, and of pending timers and calls.

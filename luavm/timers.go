@@ -122,18 +122,23 @@ func (vm *VM) addPending(p *pending) (uint64, bool) {
 	return vm.nextID, true
 }
 
-// HandleResult resumes the task waiting for r (a call's reply). A result
-// nobody waits for any more (its task timed out, or it was meant for the
-// VM this one replaced) is dropped.
+// HandleResult resumes the task waiting for r (a call's reply, a bind's
+// outcome). A result nobody waits for any more (its task timed out, or it
+// was meant for the VM this one replaced) is dropped.
 func (vm *VM) HandleResult(r *Result) {
 	if r.Gen != vm.gen {
 		return
 	}
 	p, ok := vm.pending[r.ID]
-	if !ok || p.kind != pendCall {
+	if !ok || (p.kind != pendCall && p.kind != pendBind) {
 		return
 	}
 	delete(vm.pending, r.ID)
+	if p.kind == pendBind && r.Err == nil {
+		// From now on, frames of the old epoch still queued here are
+		// stale (SPEC §4): only this VM could have rebound the session.
+		vm.stale.mark(p.ref.SessionID, p.ref.Epoch, false, time.Now(), vm.spec.HandlerTimeout)
+	}
 	if p.task.done {
 		return
 	}
@@ -141,10 +146,19 @@ func (vm *VM) HandleResult(r *Result) {
 		vm.resume(p.task, lua.LFalse, vm.errorValue(r.Err.Code, r.Err.Message))
 		return
 	}
+	if p.kind == pendBind {
+		vm.resume(p.task, lua.LTrue, vm.refTable(r.Ref))
+		return
+	}
 	args := make([]lua.LValue, 0, len(r.Values)+1)
 	args = append(args, lua.LTrue)
-	for _, v := range r.Values {
-		args = append(args, ToLua(vm.L, v))
+	for _, b := range r.Values {
+		v, err := DecodeValue(vm.l, b)
+		if err != nil {
+			vm.resume(p.task, lua.LFalse, vm.errorValue(codes.HandlerFailed, "result: "+err.Error()))
+			return
+		}
+		args = append(args, v)
 	}
 	vm.resume(p.task, args...)
 }

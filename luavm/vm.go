@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +30,9 @@ const DefaultLoadTimeout = 5 * time.Second
 // generations numbers the VMs of the process, see Call.Gen.
 var generations atomic.Uint64
 
-// Spec is everything needed to spawn one VM of a service.
+// Spec is everything needed to spawn one VM of a service. A field the
+// config gives a default to takes that default (package config's) when
+// left zero.
 type Spec struct {
 	Service        string
 	Instance       int // 0-based
@@ -47,22 +50,35 @@ type Spec struct {
 	// PushCodecs are the body codec keys of every listener: a push is
 	// encoded once for each. Empty: json only.
 	PushCodecs []string
+	// Settings is the actor's settings mapping (shield.settings), plain
+	// data; nil: none.
+	Settings map[string]any
+	// PushOwners maps the helper name of every push route that another
+	// service owns to that service, so that calling it here can say
+	// where it lives.
+	PushOwners map[string]string
+	// Suppressed, if set, counts an incident whose log line the VM's
+	// limit dropped (its incident id still reaches the client).
+	Suppressed func()
 }
 
-// VM is one sandboxed Lua state running a service script.
+// VM is one sandboxed Lua state running a service script. Only its
+// actor's goroutine touches it; its fields are the runtime's own.
 type VM struct {
-	L        *lua.LState
-	Service  string
-	Instance int
-	Module   *lua.LTable
-	Log      *slog.Logger
+	l        *lua.LState
+	service  string
+	instance int
+	module   *lua.LTable
+	log      *slog.Logger
 
 	spec     Spec
 	handlers map[uint32]handler           // c2s and bidi routes: route_id -> binding
 	helpers  map[string]*descriptor.Route // s2c and bidi routes: binding -> route
+	bindings map[string]bool              // every c2s/bidi binding: not callable as a method
 
-	// The module's optional hooks; nil when the module does not define them.
-	Init, Stop, ClientDisconnected *lua.LFunction
+	// hooks are the module's optional hook functions, by name (see
+	// hookNames); a hook the module does not define is absent.
+	hooks map[string]*lua.LFunction
 
 	// The runtime. Only the actor's goroutine touches any of it.
 	host   Host
@@ -86,6 +102,8 @@ type VM struct {
 	tasks                   map[uint64]*task
 	pending                 map[uint64]*pending
 	timers                  timerHeap
+	stale                   staleSessions // sessions closed or rebound away from this VM, see stale.go
+	incidents               incidentLimiter
 	gen                     uint64 // this VM's generation, see Call.Gen
 	nextID                  uint64
 	current                 *task        // the task being resumed, if any
@@ -116,6 +134,7 @@ func New(spec Spec) (*VM, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	// The config's defaults, for a spec (a test's) that leaves them out.
 	if spec.HandlerTimeout <= 0 {
 		spec.HandlerTimeout = config.DefaultHandlerTimeout
 	}
@@ -127,7 +146,7 @@ func New(spec Spec) (*VM, error) {
 	}
 	log = log.With("service", spec.Service, "instance", spec.Instance)
 	L := newSandbox(filepath.Dir(spec.Script), log)
-	vm := &VM{L: L, Service: spec.Service, Instance: spec.Instance, Log: log, spec: spec, gen: generations.Add(1),
+	vm := &VM{l: L, service: spec.Service, instance: spec.Instance, log: log, spec: spec, gen: generations.Add(1),
 		intr: newInterrupt(), tasks: map[uint64]*task{}, pending: map[uint64]*pending{}}
 	if err := vm.setup(); err != nil {
 		vm.Close()
@@ -137,7 +156,7 @@ func New(spec Spec) (*VM, error) {
 		vm.Close()
 		return nil, err
 	}
-	if err := vm.compile(spec); err != nil {
+	if err := vm.bindRoutes(spec); err != nil {
 		vm.Close()
 		return nil, err
 	}
@@ -148,7 +167,7 @@ func New(spec Spec) (*VM, error) {
 // bounded string library and the shield module. It runs before the script
 // so that the script's top level can already use shield.
 func (vm *VM) setup() error {
-	L := vm.L
+	L := vm.l
 	vm.done, vm.wait = L.NewUserData(), L.NewUserData()
 	vm.noop = L.NewFunction(func(*lua.LState) int { return 0 })
 	vm.installCoroutines()
@@ -162,9 +181,11 @@ func (vm *VM) setup() error {
 	return nil
 }
 
-// Spec returns what the VM was spawned from, so that a crashed VM can be
-// replaced by a fresh one.
-func (vm *VM) Spec() Spec { return vm.spec }
+// Service is the name of the VM's service.
+func (vm *VM) Service() string { return vm.service }
+
+// Instance is the VM's instance index in its service, 0-based.
+func (vm *VM) Instance() int { return vm.instance }
 
 // Attach gives the VM the actor that runs it. Handlers run only after it.
 func (vm *VM) Attach(h Host) { vm.host = h }
@@ -172,23 +193,42 @@ func (vm *VM) Attach(h Host) { vm.host = h }
 // Close releases the Lua state.
 func (vm *VM) Close() {
 	vm.intr.stop()
-	vm.L.Close()
+	vm.l.Close()
 }
 
-// Handler returns the compiled function of a c2s or bidi route, or nil.
-func (vm *VM) Handler(routeID uint32) *lua.LFunction { return vm.handlers[routeID].fn }
+// Respawn replaces a crashed VM (SPEC §6): every task still in it answers
+// with the crash's incident, its Lua state is closed, and a fresh VM is
+// loaded from the same spec and attached to the same host. The new VM has
+// not run init yet: the caller runs it (RunHook) before it takes messages.
+// The one VM replacement path; on error the old VM is closed all the same.
+func (vm *VM) Respawn() (*VM, error) {
+	func() {
+		defer func() { _ = recover() }() // the old VM may be too broken to abort cleanly
+		vm.Abort(vm.crashErr())
+	}()
+	vm.Close()
+	next, err := New(vm.spec)
+	if err != nil {
+		return nil, err
+	}
+	next.Attach(vm.host)
+	return next, nil
+}
+
+// HasHandler reports whether the route is compiled into a handler here.
+func (vm *VM) HasHandler(routeID uint32) bool { return vm.handlers[routeID].fn != nil }
 
 // Helper returns the s2c or bidi route behind shield.client_rpc.<name>, or nil.
 func (vm *VM) Helper(name string) *descriptor.Route { return vm.helpers[name] }
 
-// Helpers returns the helper names with their routes.
-func (vm *VM) Helpers() map[string]*descriptor.Route { return vm.helpers }
+// HasHook reports whether the module defines the named hook.
+func (vm *VM) HasHook(name string) bool { return vm.hooks[name] != nil }
 
 func (vm *VM) load(spec Spec) error {
 	fail := func(line int, format string, args ...any) error {
 		return config.Errors{{File: spec.Script, Line: line, Actor: spec.Service, Msg: fmt.Sprintf(format, args...)}}
 	}
-	fn, err := loadFile(vm.L, spec.Script)
+	fn, err := loadFile(vm.l, spec.Script)
 	if err != nil {
 		return config.Errors{{File: spec.ConfigFile, Line: spec.ScriptLine, Actor: spec.Service, Msg: "script: " + loadMessage(err, spec.Script)}}
 	}
@@ -200,45 +240,52 @@ func (vm *VM) load(spec Spec) error {
 	// under a context of its own: every coroutine shares the interrupt
 	// (see installCoroutines), so a context on the main thread alone would
 	// not stop a loop inside pcall or a coroutine at the top level.
-	vm.L.SetContext(vm.intr)
+	vm.l.SetContext(vm.intr)
 	vm.intr.arm(time.Now().Add(budget))
-	vm.L.Push(fn)
-	err = vm.L.PCall(0, 1, nil)
+	vm.l.Push(fn)
+	err = vm.l.PCall(0, 1, nil)
 	reason := vm.intr.disarm()
-	vm.L.RemoveContext()
+	vm.l.RemoveContext()
 	if reason != notInterrupted {
 		if err == nil {
-			vm.L.Pop(1)
+			vm.l.Pop(1)
 		}
 		return fail(0, "script did not finish loading within %v (an endless loop at the top level?)", budget)
 	}
 	if err != nil {
 		return fail(0, "script raised while loading: %s", loadMessage(err, spec.Script))
 	}
-	ret := vm.L.Get(-1)
-	vm.L.Pop(1)
+	ret := vm.l.Get(-1)
+	vm.l.Pop(1)
 	mod, ok := ret.(*lua.LTable)
 	if !ok {
 		return fail(0, "script must return its module table, got %s", ret.Type())
 	}
-	vm.Module = mod
-	vm.Init = hook(mod, "init")
-	vm.Stop = hook(mod, "stop")
-	vm.ClientDisconnected = hook(mod, "client_disconnected")
+	vm.module = mod
+	vm.hooks = map[string]*lua.LFunction{}
+	for _, name := range hookNames {
+		if fn, ok := mod.RawGetString(name).(*lua.LFunction); ok {
+			vm.hooks[name] = fn
+		}
+	}
 	return nil
 }
 
-func hook(mod *lua.LTable, name string) *lua.LFunction {
-	fn, _ := mod.RawGetString(name).(*lua.LFunction)
-	return fn
-}
+// hookNames are the module functions the runtime runs itself (SPEC §8);
+// no client and no other service may call them.
+var hookNames = []string{"init", "stop", "draining", "client_bound", "client_disconnected",
+	"client_suspended", "client_resumed", "reload_save", "reload_load"}
 
-// compile binds every route the service owns (layer 3): a c2s or bidi
+// isHook reports whether name is one of hookNames.
+func isHook(name string) bool { return slices.Contains(hookNames, name) }
+
+// bindRoutes binds every route the service owns (layer 3): a c2s or bidi
 // route's binding must be a function of the module, and an s2c or bidi
 // route's binding becomes a push helper name.
-func (vm *VM) compile(spec Spec) error {
+func (vm *VM) bindRoutes(spec Spec) error {
 	vm.handlers = make(map[uint32]handler)
 	vm.helpers = make(map[string]*descriptor.Route)
+	vm.bindings = make(map[string]bool)
 	var errs config.Errors
 	for i := range spec.Routes {
 		r := &spec.Routes[i]
@@ -246,7 +293,7 @@ func (vm *VM) compile(spec Spec) error {
 			continue // another service's route: this VM never compiles it
 		}
 		if r.Direction.FromClient() {
-			v := vm.Module.RawGetString(r.Binding)
+			v := vm.module.RawGetString(r.Binding)
 			fn, ok := v.(*lua.LFunction)
 			if !ok {
 				errs = append(errs, &config.Error{File: r.File, Line: r.Line, Actor: spec.Service, Route: r.Label(),
@@ -255,6 +302,7 @@ func (vm *VM) compile(spec Spec) error {
 				continue
 			}
 			vm.handlers[r.ID] = handler{fn: fn, route: r, name: lua.LString(r.Name), id: lua.LNumber(r.ID)}
+			vm.bindings[r.Binding] = true
 		}
 		if r.Direction.ToClient() {
 			vm.helpers[r.Binding] = r

@@ -22,16 +22,17 @@ type host struct {
 	resp  []*egress.Response
 }
 
-func (h *host) Self() egress.ActorID                               { return egress.ActorID{Service: "a"} }
-func (h *host) Instances(string) int                               { return 1 }
-func (h *host) Route(c *luavm.Call) *codes.Error                   { h.calls = append(h.calls, c); return nil }
-func (h *host) Return(*luavm.Result)                               {}
-func (h *host) Gateway() egress.Gateway                            { return h }
-func (h *host) Name() string                                       { return "gw-test" }
-func (h *host) Respond(r *egress.Response)                         { h.resp = append(h.resp, r) }
-func (h *host) Push(p *egress.Push) []codes.Code                   { return make([]codes.Code, len(p.Targets)) }
-func (h *host) Bind(*egress.BindRequest) (egress.ClientRef, error) { return egress.ClientRef{}, nil }
-func (h *host) Kick(egress.ClientRef, string) error                { return nil }
+func (h *host) Self() egress.ActorID { return egress.ActorID{Service: "a"} }
+func (h *host) Pick(s, _ string) (egress.ActorID, *codes.Error) {
+	return egress.ActorID{Service: s}, nil
+}
+func (h *host) Route(c *luavm.Call) *codes.Error                 { h.calls = append(h.calls, c); return nil }
+func (h *host) Return(*luavm.Result)                             {}
+func (h *host) Sink() egress.Sink                                { return h }
+func (h *host) Respond(r *egress.Response)                       { h.resp = append(h.resp, r) }
+func (h *host) Push(p *egress.Push) []codes.Code                 { return make([]codes.Code, len(p.Targets)) }
+func (h *host) Bind(_ *egress.BindRequest, done egress.BindDone) { done(egress.ClientRef{}, nil) }
+func (h *host) Kick(egress.ClientRef, string) *codes.Error       { return nil }
 
 // TestReplyToAnEarlierVM checks that a reply meant for the VM an actor had
 // before a crash does not resume the replacement's call with the same id.
@@ -60,11 +61,11 @@ func TestReplyToAnEarlierVM(t *testing.T) {
 	if old.ID != cur.ID || old.Gen == cur.Gen {
 		t.Fatalf("calls %d/%d and %d/%d: the test needs equal ids and different generations", old.ID, old.Gen, cur.ID, cur.Gen)
 	}
-	vms[1].HandleResult(&luavm.Result{To: old.From, ID: old.ID, Gen: old.Gen, Values: []luavm.Value{"stale"}})
+	vms[1].HandleResult(&luavm.Result{To: old.From, ID: old.ID, Gen: old.Gen, Values: [][]byte{[]byte(`"stale"`)}})
 	if len(hosts[1].resp) != 0 {
 		t.Fatalf("the stale reply answered: %s", hosts[1].resp[0].Body)
 	}
-	vms[1].HandleResult(&luavm.Result{To: cur.From, ID: cur.ID, Gen: cur.Gen, Values: []luavm.Value{"fresh"}})
+	vms[1].HandleResult(&luavm.Result{To: cur.From, ID: cur.ID, Gen: cur.Gen, Values: [][]byte{[]byte(`"fresh"`)}})
 	if len(hosts[1].resp) != 1 || string(hosts[1].resp[0].Body) != `"fresh"` {
 		t.Fatalf("responses %+v", hosts[1].resp)
 	}

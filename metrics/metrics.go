@@ -30,6 +30,10 @@ type Metrics struct {
 	LimitsHit        *prometheus.CounterVec // limit
 	DroppedResponses prometheus.Counter
 
+	SessionsSuspended  prometheus.Gauge
+	SessionResumes     *prometheus.CounterVec // result: ok, failed
+	IncidentsNotLogged *prometheus.CounterVec // service
+
 	reqMu    sync.RWMutex // guards reqCache
 	reqCache map[requestKey]requestMetrics
 }
@@ -66,9 +70,16 @@ func New() *Metrics {
 			[]string{"limit"}),
 		DroppedResponses: prometheus.NewCounter(prometheus.CounterOpts{Name: "shield_dropped_responses_total",
 			Help: "Answers dropped because their session was gone."}),
+		SessionsSuspended: prometheus.NewGauge(prometheus.GaugeOpts{Name: "shield_sessions_suspended",
+			Help: "Sessions waiting for a resume (SPEC §4)."}),
+		SessionResumes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_session_resumes_total",
+			Help: "Resume frames, by result (ok, failed)."}, []string{"result"}),
+		IncidentsNotLogged: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_incidents_not_logged_total",
+			Help: "Handler incidents whose log line a VM's rate limit dropped, by service."}, []string{"service"}),
 	}
 	r.MustRegister(m.Sessions, m.EdgeDropped, m.ProtocolErrors, m.Requests, m.HandlerSeconds, m.EgressRejected,
 		m.SessionsClosed, m.SessionsRefused, m.VMRestarts, m.AcceptErrors, m.LimitsHit, m.DroppedResponses,
+		m.SessionsSuspended, m.SessionResumes, m.IncidentsNotLogged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -87,6 +98,10 @@ func (m *Metrics) WatchMailboxes(services []string, depth func(service string) i
 
 // VMRestarted counts a replaced VM (service.Metrics).
 func (m *Metrics) VMRestarted(service string) { m.VMRestarts.WithLabelValues(service).Inc() }
+
+// HeapLimitHit counts the heap watch stopping runs (service.Metrics), as
+// shield_limits_hit_total{limit="heap_limit_bytes"}.
+func (m *Metrics) HeapLimitHit() { m.LimitsHit.WithLabelValues("heap_limit_bytes").Inc() }
 
 // Request counts one answered request and observes its handler time. It
 // runs once per request, so the label lookups are cached: the label sets

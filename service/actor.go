@@ -12,9 +12,9 @@ import (
 	"github.com/shieldrpc/shield/luavm"
 )
 
-// Actor runs one VM on one goroutine: the only goroutine that ever touches
+// actor runs one VM on one goroutine: the only goroutine that ever touches
 // that VM. It serves two lanes, the control lane first.
-type Actor struct {
+type actor struct {
 	rt       *Runtime
 	id       egress.ActorID
 	vm       atomic.Pointer[luavm.VM] // read by the heap watcher; written by the loop
@@ -24,12 +24,13 @@ type Actor struct {
 	armedAt  time.Time
 	done     chan struct{} // closed when the loop has returned
 	dead     atomic.Bool   // the VM could not be replaced: the actor serves nothing
+	busy     atomic.Int32  // the VM's suspended tasks and pending operations, after each step
 }
 
-func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *Actor {
-	a := &Actor{
+func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {
+	a := &actor{
 		rt:       rt,
-		id:       egress.ActorID{Service: vm.Service, Instance: vm.Instance},
+		id:       egress.ActorID{Service: vm.Service(), Instance: vm.Instance()},
 		control:  newControlQueue(),
 		business: make(chan business, mailbox),
 		done:     make(chan struct{}),
@@ -39,14 +40,11 @@ func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *Actor {
 	return a
 }
 
-// ID names the actor.
-func (a *Actor) ID() egress.ActorID { return a.id }
-
 // Depth is the number of messages waiting in the business lane.
-func (a *Actor) Depth() int { return len(a.business) }
+func (a *actor) Depth() int { return len(a.business) }
 
 // enqueue puts a message on the business lane, failing fast when it is full.
-func (a *Actor) enqueue(m business) *codes.Error {
+func (a *actor) enqueue(m business) *codes.Error {
 	if a.dead.Load() {
 		return codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
 	}
@@ -60,7 +58,7 @@ func (a *Actor) enqueue(m business) *codes.Error {
 
 // loop is the actor's goroutine. The Runtime owns it: it starts it and
 // stops it with a quit message, then waits on done.
-func (a *Actor) loop() {
+func (a *actor) loop() {
 	defer close(a.done)
 	a.timer = time.NewTimer(time.Hour)
 	a.timer.Stop()
@@ -99,7 +97,7 @@ func (a *Actor) loop() {
 
 // arm points the timer at the VM's next wake-up, touching it only when that
 // changed: most messages schedule nothing.
-func (a *Actor) arm() {
+func (a *actor) arm() {
 	at, ok := a.vm.Load().NextWake()
 	if !ok || at.Equal(a.armedAt) {
 		return
@@ -108,7 +106,7 @@ func (a *Actor) arm() {
 	a.timer.Reset(time.Until(at))
 }
 
-func (a *Actor) handleBusiness(vm *luavm.VM, m business) {
+func (a *actor) handleBusiness(vm *luavm.VM, m business) {
 	switch m := m.(type) {
 	case *ingress.ClientIngress:
 		vm.HandleIngress(m)
@@ -119,33 +117,24 @@ func (a *Actor) handleBusiness(vm *luavm.VM, m business) {
 	}
 }
 
-func (a *Actor) handleControl(vm *luavm.VM, m any) {
-	switch m := m.(type) {
-	case *luavm.Result:
-		vm.HandleResult(m)
-	case *ingress.Disconnected:
-		vm.HandleDisconnected(m)
-	case runHook:
-		fn := vm.Init
-		if m.name == "stop" {
-			fn = vm.Stop
-		}
-		vm.RunHook(m.name, fn, func(err *codes.Error) {
+func (a *actor) handleControl(vm *luavm.VM, m any) {
+	if h, ok := m.(runHook); ok {
+		vm.RunHook(h.name, func(err *codes.Error) {
 			if err != nil {
-				m.done <- fmt.Errorf("service %s instance %d: %s: %w", a.id.Service, a.id.Instance, m.name, err)
+				h.done <- fmt.Errorf("service %s instance %d: %s: %w", a.id.Service, a.id.Instance, h.name, err)
 				return
 			}
-			m.done <- nil
+			h.done <- nil
 		})
-	default:
-		panic(fmt.Sprintf("service: unknown control message %T", m))
+		return
 	}
+	vm.HandleControl(m)
 }
 
 // safely runs f on the current VM, turning a Go panic into a VM
 // replacement: the panic is logged and counted, every task of the old VM
 // gets handler_failed, and a fresh VM runs its init (SPEC §6).
-func (a *Actor) safely(f func(vm *luavm.VM)) {
+func (a *actor) safely(f func(vm *luavm.VM)) {
 	if a.dead.Load() {
 		return // the loop answers for a dead actor
 	}
@@ -153,6 +142,8 @@ func (a *Actor) safely(f func(vm *luavm.VM)) {
 	defer func() {
 		r := recover()
 		if r == nil && !vm.Crashed() {
+			tasks, pending := vm.Busy()
+			a.busy.Store(int32(tasks + pending))
 			return
 		}
 		if r != nil {
@@ -164,26 +155,21 @@ func (a *Actor) safely(f func(vm *luavm.VM)) {
 	f(vm)
 }
 
-func (a *Actor) replace(old *luavm.VM) {
+// replace respawns a crashed VM (luavm.VM.Respawn, the one replacement
+// path) and runs the new VM's init before it takes messages.
+func (a *actor) replace(old *luavm.VM) {
 	a.rt.metrics.VMRestarted(a.id.Service)
-	func() {
-		defer func() { _ = recover() }() // the old VM may be too broken to abort cleanly
-		// Every waiting task answers handler_failed with the crash's
-		// incident id, as SPEC §6 words the message.
-		old.Abort(old.CrashError())
-	}()
-	old.Close()
-	vm, err := luavm.New(old.Spec())
+	vm, err := old.Respawn()
 	if err != nil {
 		a.rt.log.Error("cannot replace VM; the instance is out of service", "service", a.id.Service, "instance", a.id.Instance, "error", err)
 		a.dead.Store(true)
+		a.busy.Store(0)
 		a.drainDead()
 		return
 	}
-	vm.Attach(a)
 	a.vm.Store(vm)
 	a.armedAt = time.Time{}
-	vm.RunHook("init", vm.Init, func(err *codes.Error) {
+	vm.RunHook("init", func(err *codes.Error) {
 		if err != nil {
 			a.rt.log.Error("init of replacement VM failed", "service", a.id.Service, "instance", a.id.Instance, "code", string(err.Code), "message", err.Message)
 		}
@@ -193,7 +179,7 @@ func (a *Actor) replace(old *luavm.VM) {
 // drainDead answers what waits in the business lane of an actor whose VM
 // is gone; later messages are refused at enqueue, and those that slip in
 // between are answered by the loop.
-func (a *Actor) drainDead() {
+func (a *actor) drainDead() {
 	for {
 		select {
 		case m := <-a.business:
@@ -205,13 +191,11 @@ func (a *Actor) drainDead() {
 }
 
 // reject answers a business message of a dead actor with unavailable.
-func (a *Actor) reject(m business) {
+func (a *actor) reject(m business) {
 	unavailable := codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
 	switch m := m.(type) {
 	case *ingress.ClientIngress:
-		a.rt.respond(&egress.Response{SessionID: m.Client.Ref.SessionID, RouteID: m.Client.RouteID,
-			RequestID: m.Client.RequestID, Err: unavailable, Notify: m.Notify(),
-			Service: a.id.Service, Route: m.Client.Route, Received: m.Received})
+		a.rt.respond(m.Answer(a.id.Service, nil, unavailable))
 	case *luavm.Call:
 		if m.ID != 0 {
 			a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Gen: m.Gen, Err: unavailable})
@@ -221,12 +205,12 @@ func (a *Actor) reject(m business) {
 
 // rejectControl handles a control message of a dead actor: a hook answers
 // at once (so that Stop does not wait for it; there is no VM to stop, so
-// stop succeeds), and replies and disconnects have no VM to go to.
-func (a *Actor) rejectControl(m any) {
+// stop succeeds), and replies and session messages have no VM to go to.
+func (a *actor) rejectControl(m any) {
 	h, ok := m.(runHook)
 	switch {
 	case !ok:
-	case h.name == "stop":
+	case h.name == "stop" || h.name == "draining":
 		h.done <- nil
 	default:
 		h.done <- fmt.Errorf("service %s instance %d: %s: %w", a.id.Service, a.id.Instance, h.name,
@@ -237,18 +221,20 @@ func (a *Actor) rejectControl(m any) {
 // Host, for the VM.
 
 // Self names the actor's VM.
-func (a *Actor) Self() egress.ActorID { return a.id }
+func (a *actor) Self() egress.ActorID { return a.id }
 
-// Instances is the number of VMs of a service, 0 when there is none.
-func (a *Actor) Instances(service string) int { return a.rt.Instances(service) }
+// Pick resolves a bind's target.
+func (a *actor) Pick(service, key string) (egress.ActorID, *codes.Error) {
+	return a.rt.Pick(service, key)
+}
 
 // Route delivers a shield.call or shield.send.
-func (a *Actor) Route(c *luavm.Call) *codes.Error { return a.rt.Route(c) }
+func (a *actor) Route(c *luavm.Call) *codes.Error { return a.rt.Route(c) }
 
-// Return delivers a call's result to its caller.
-func (a *Actor) Return(r *luavm.Result) { a.rt.Return(r) }
+// Return delivers a result to its caller's control lane.
+func (a *actor) Return(r *luavm.Result) { a.rt.Return(r) }
 
-// Gateway is where answers and pushes go.
-func (a *Actor) Gateway() egress.Gateway { return a.rt.Gateway() }
+// Sink is where answers and pushes go.
+func (a *actor) Sink() egress.Sink { return a.rt.Sink() }
 
-var _ luavm.Host = (*Actor)(nil)
+var _ luavm.Host = (*actor)(nil)

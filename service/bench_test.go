@@ -26,7 +26,6 @@ type countingGateway struct {
 	wake    chan struct{}
 }
 
-func (g *countingGateway) Name() string { return "gw-bench" }
 func (g *countingGateway) Respond(r *egress.Response) {
 	if r.Err != nil {
 		g.failed.Add(1)
@@ -40,10 +39,8 @@ func (g *countingGateway) Respond(r *egress.Response) {
 func (g *countingGateway) Push(p *egress.Push) []codes.Code {
 	return make([]codes.Code, len(p.Targets))
 }
-func (g *countingGateway) Bind(b *egress.BindRequest) (egress.ClientRef, error) {
-	return b.Ref, nil
-}
-func (g *countingGateway) Kick(egress.ClientRef, string) error { return nil }
+func (g *countingGateway) Bind(b *egress.BindRequest, done egress.BindDone) { done(b.Ref, nil) }
+func (g *countingGateway) Kick(egress.ClientRef, string) *codes.Error       { return nil }
 
 // benchWorld starts files with a counting gateway.
 func benchWorld(b *testing.B, files map[string]string) (*service.Runtime, *countingGateway) {
@@ -59,7 +56,8 @@ func benchWorld(b *testing.B, files map[string]string) (*service.Runtime, *count
 		b.Fatal(err)
 	}
 	gw := &countingGateway{wake: make(chan struct{}, 1)}
-	rt := service.New(rep.Config, rep.VMs, service.Options{Gateway: gw})
+	rt := rep.Runtime
+	rt.SetSink(gw)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := rt.Start(ctx); err != nil {

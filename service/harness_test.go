@@ -1,10 +1,12 @@
 package service_test
 
 import (
-	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/shieldrpc/shield/internal/luatest"
+	"github.com/shieldrpc/shield/metrics"
 )
 
 // These tests run real scripts in real VMs under the real runtime; the only
@@ -12,28 +14,18 @@ import (
 // the recording gateway and the YAML builders are luatest's, shared with
 // package luavm; counting VM restarts is this package's own.
 
-// world is a luatest world whose runtime reports its metrics to a counter.
+// world is a luatest world whose runtime reports its metrics to a
+// metric set of its own.
 type world struct {
 	*luatest.World
 	metrics *counter
 }
 
-// counter is a service.Metrics that counts VM restarts by service.
-type counter struct {
-	mu       sync.Mutex // guards restarts
-	restarts map[string]int
-}
-
-func (c *counter) VMRestarted(service string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.restarts[service]++
-}
+// counter reads the VM restarts of a world's metrics by service.
+type counter struct{ m *metrics.Metrics }
 
 func (c *counter) get(service string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.restarts[service]
+	return int(testutil.ToFloat64(c.m.VMRestarts.WithLabelValues(service)))
 }
 
 // startWorld writes files (name -> content; "actors.yaml" is the config),
@@ -51,7 +43,7 @@ func startWorld(t testing.TB, files map[string]string) *world {
 // tryWorld is startWorld returning Start's error instead of failing.
 func tryWorld(t testing.TB, files map[string]string) (*world, error) {
 	t.Helper()
-	m := &counter{restarts: map[string]int{}}
+	m := metrics.New()
 	w, err := luatest.TryWorld(t, files, luatest.Options{Metrics: m})
-	return &world{World: w, metrics: m}, err
+	return &world{World: w, metrics: &counter{m}}, err
 }

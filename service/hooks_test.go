@@ -63,15 +63,18 @@ func TestHooks(t *testing.T) {
 
 	// client_disconnected, with the ref's fields and the reason.
 	ref := egress.ClientRef{SessionID: 77, Epoch: 5, PlayerID: "p7", Gateway: "gw-test"}
-	w.Runtime.Disconnect(egress.ActorID{Service: "a", Instance: 2}, &ingress.Disconnected{Ref: ref, Reason: "kicked"})
-	w.Runtime.Disconnect(egress.ActorID{Service: "a", Instance: 0}, &ingress.Disconnected{Ref: egress.ClientRef{SessionID: 78, Epoch: 1, Gateway: "gw-test"}, Reason: "closed"})
+	w.Runtime.Control(egress.ActorID{Service: "a", Instance: 2}, &ingress.Disconnected{Ref: ref, Reason: "kicked"})
+	w.Runtime.Control(egress.ActorID{Service: "a", Instance: 0}, &ingress.Disconnected{Ref: egress.ClientRef{SessionID: 78, Epoch: 1, Gateway: "gw-test"}, Reason: "closed"})
 	got := w.Logs.WaitRecords(t, "disconnected", 2)
 	for _, r := range got {
 		if r["session_id"] == 77.0 {
-			if r["epoch"] != 5.0 || r["player_id"] != "p7" || r["gateway"] != "gw-test" || r["reason"] != "kicked" || r["inst"] != 2.0 || r["route"] != "nil" {
+			// The line is about the session: its ids come first, once
+			// each, and the script's own keys of those names are renamed.
+			if r["epoch"] != 5.0 || r["player_id"] != "p7" || r["gateway"] != "gw-test" || r["reason"] != "kicked" || r["inst"] != 2.0 || r["route"] != "nil" ||
+				r["arg.session_id"] != 77.0 || r["arg.player_id"] != "p7" {
 				t.Fatalf("disconnected record %v", r)
 			}
-		} else if r["player_id"] != "nil" || r["reason"] != "closed" {
+		} else if r["player_id"] != nil || r["reason"] != "closed" || r["arg.player_id"] != "nil" {
 			t.Fatalf("disconnected record %v", r)
 		}
 	}

@@ -49,7 +49,7 @@ func TestLanes(t *testing.T) {
 	// Control messages are never refused, and run before the business
 	// lane once the actor is free.
 	for i := 0; i < 50; i++ {
-		w.Runtime.Disconnect(egress.ActorID{Service: "a"}, &ingress.Disconnected{Ref: egress.ClientRef{SessionID: uint64(100 + i), Gateway: "gw-test"}, Reason: "closed"})
+		w.Runtime.Control(egress.ActorID{Service: "a"}, &ingress.Disconnected{Ref: egress.ClientRef{SessionID: uint64(100 + i), Gateway: "gw-test"}, Reason: "closed"})
 	}
 	luatest.Expect(t, w.Await(t, spin), `"spun"`, "")
 	for i, id := range queued {
@@ -109,7 +109,7 @@ func TestDeliverAndAddressing(t *testing.T) {
 	if _, err := w.Runtime.Entry("nosuch", 1); err == nil {
 		t.Fatal("Entry of an unknown service")
 	}
-	if w.Runtime.Instances("p") != 4 || w.Runtime.Instances("nosuch") != 0 {
+	if w.Runtime.VMs("p") != 4 || w.Runtime.VMs("nosuch") != 0 {
 		t.Fatal("Instances")
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,22 +23,33 @@ import (
 // Metrics receives the runtime's events; the operations layer counts them.
 type Metrics interface {
 	VMRestarted(service string)
+	HeapLimitHit()
 }
 
 type noMetrics struct{}
 
 func (noMetrics) VMRestarted(string) {}
+func (noMetrics) HeapLimitHit()      {}
 
 // Options tune a Runtime.
 type Options struct {
-	Logger  *slog.Logger   // nil: slog.Default()
-	Gateway egress.Gateway // may also be set later with SetGateway
-	Metrics Metrics        // nil: nothing is counted
+	Logger *slog.Logger // nil: slog.Default()
+	Sink   egress.Sink  // may also be set later with SetSink
+	// Metrics, nil: nothing is counted.
+	Metrics Metrics
 	// HeapLimitBytes is lua.heap_limit_bytes: above it, running handlers
-	// are stopped with resource_exhausted and their VMs replaced. 0: no watch.
+	// are stopped with resource_exhausted. 0: no watch.
 	HeapLimitBytes int64
 	// HeapCheckEvery is how often the heap is read; 0: 20ms.
 	HeapCheckEvery time.Duration
+}
+
+// Actor describes one service to run: the spec of each of its VMs, by
+// instance, and its business lane's capacity.
+type Actor struct {
+	Name    string
+	Mailbox int
+	VMs     []luavm.Spec
 }
 
 // Runtime is every running service of one node.
@@ -48,17 +57,20 @@ type Runtime struct {
 	log      *slog.Logger
 	metrics  Metrics
 	opts     Options
-	gw       atomic.Pointer[egress.Gateway]
-	services map[string][]*Actor // by service name, indexed by instance
+	sink     atomic.Pointer[egress.Sink]
+	services map[string][]*actor // by service name, indexed by instance
 
 	stopOnce  sync.Once
 	watchStop chan struct{}
 	watchDone chan struct{}
 }
 
-// New wraps compiled VMs (from bootstrap) in actors; nothing runs until
-// Start. cfg gives each actor's mailbox.
-func New(cfg *config.Config, vms map[string][]*luavm.VM, opts Options) *Runtime {
+// New compiles every VM of every actor (validation layer 3) and wraps each
+// in an actor; nothing runs until Start. It is the one place VMs are made
+// (a crashed VM respawns itself, luavm.VM.Respawn). When VMs fail to
+// compile it returns every actor's errors (as config.Errors, once per
+// actor however many instances it has) and closes what it made.
+func New(actors []Actor, opts Options) (*Runtime, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -68,32 +80,78 @@ func New(cfg *config.Config, vms map[string][]*luavm.VM, opts Options) *Runtime 
 	if opts.HeapCheckEvery <= 0 {
 		opts.HeapCheckEvery = 20 * time.Millisecond
 	}
-	rt := &Runtime{log: opts.Logger, metrics: opts.Metrics, opts: opts, services: map[string][]*Actor{}}
-	if opts.Gateway != nil {
-		rt.SetGateway(opts.Gateway)
+	rt := &Runtime{log: opts.Logger, metrics: opts.Metrics, opts: opts, services: map[string][]*actor{}}
+	if opts.Sink != nil {
+		rt.SetSink(opts.Sink)
 	}
-	for _, a := range cfg.Actors {
-		for _, vm := range vms[a.Name] {
+	var errs config.Errors
+	for _, a := range actors {
+		for _, spec := range a.VMs {
+			vm, err := luavm.New(spec)
+			if err != nil {
+				var verrs config.Errors
+				if errors.As(err, &verrs) {
+					errs = append(errs, verrs...)
+				} else {
+					errs = append(errs, &config.Error{File: spec.ConfigFile, Line: spec.ScriptLine, Actor: spec.Service, Msg: err.Error()})
+				}
+				break // the other instances run the same script: one report is enough
+			}
 			rt.services[a.Name] = append(rt.services[a.Name], newActor(rt, vm, a.Mailbox))
 		}
 	}
-	return rt
+	if len(errs) > 0 {
+		rt.Close()
+		return nil, errs.Err()
+	}
+	return rt, nil
 }
 
-// SetGateway attaches the gateway that answers, pushes and binds go to.
-func (rt *Runtime) SetGateway(gw egress.Gateway) { rt.gw.Store(&gw) }
+// Close releases the VMs of a runtime that was never started (`gateway
+// check`, a start that failed before Start).
+func (rt *Runtime) Close() {
+	for _, actors := range rt.services {
+		for _, a := range actors {
+			a.vm.Load().Close()
+		}
+	}
+}
 
-// Gateway returns the attached gateway, or nil.
-func (rt *Runtime) Gateway() egress.Gateway {
-	if p := rt.gw.Load(); p != nil {
+// VMs is the number of VMs of a service, every service when service is "".
+func (rt *Runtime) VMs(service string) int {
+	if service != "" {
+		return len(rt.services[service])
+	}
+	n := 0
+	for _, actors := range rt.services {
+		n += len(actors)
+	}
+	return n
+}
+
+// VM returns the VM of a service's instance, for tests and `gateway
+// check` only: once the runtime started, only its actor may touch it.
+func (rt *Runtime) VM(service string, instance int) *luavm.VM {
+	if a := rt.actor(egress.ActorID{Service: service, Instance: instance}); a != nil {
+		return a.vm.Load()
+	}
+	return nil
+}
+
+// SetSink attaches where answers, pushes and binds go.
+func (rt *Runtime) SetSink(s egress.Sink) { rt.sink.Store(&s) }
+
+// Sink returns the attached sink, or nil.
+func (rt *Runtime) Sink() egress.Sink {
+	if p := rt.sink.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
 func (rt *Runtime) respond(r *egress.Response) {
-	if gw := rt.Gateway(); gw != nil {
-		gw.Respond(r)
+	if s := rt.Sink(); s != nil {
+		s.Respond(r)
 	}
 }
 
@@ -108,7 +166,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	}
 	rt.watchStop, rt.watchDone = make(chan struct{}), make(chan struct{})
 	go rt.watchHeap()
-	if err := rt.hook(ctx, "init"); err != nil {
+	if err := rt.Hook(ctx, "init"); err != nil {
 		rt.stopOnce.Do(rt.halt)
 		return err
 	}
@@ -125,7 +183,7 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 		if rt.watchStop == nil {
 			return // never started
 		}
-		err = rt.hook(ctx, "stop")
+		err = rt.Hook(ctx, "stop")
 		rt.halt()
 	})
 	return err
@@ -147,10 +205,11 @@ func (rt *Runtime) halt() {
 	<-rt.watchDone
 }
 
-// hook runs init or stop in every VM at once and collects the failures.
-func (rt *Runtime) hook(ctx context.Context, name string) error {
+// Hook runs one of the VMs' own hooks (init, stop, draining) in every VM
+// at once and collects the failures; ctx bounds the wait.
+func (rt *Runtime) Hook(ctx context.Context, name string) error {
 	var n int
-	done := make(chan error, rt.count())
+	done := make(chan error, rt.VMs(""))
 	for _, actors := range rt.services {
 		for _, a := range actors {
 			a.control.push(runHook{name: name, done: done})
@@ -171,16 +230,17 @@ func (rt *Runtime) hook(ctx context.Context, name string) error {
 	return errors.Join(errs...)
 }
 
-func (rt *Runtime) count() int {
+// Busy reports the runs in flight in every VM (suspended tasks and
+// pending calls and timers), which a drain waits for.
+func (rt *Runtime) Busy() int {
 	n := 0
 	for _, actors := range rt.services {
-		n += len(actors)
+		for _, a := range actors {
+			n += int(a.busy.Load()) + a.Depth()
+		}
 	}
 	return n
 }
-
-// Instances returns the number of VMs of a service, 0 when there is none.
-func (rt *Runtime) Instances(service string) int { return len(rt.services[service]) }
 
 // Services returns the service names.
 func (rt *Runtime) Services() []string {
@@ -201,7 +261,7 @@ func (rt *Runtime) MailboxDepth(service string) int {
 	return n
 }
 
-func (rt *Runtime) actor(id egress.ActorID) *Actor {
+func (rt *Runtime) actor(id egress.ActorID) *actor {
 	actors := rt.services[id.Service]
 	if id.Instance < 0 || id.Instance >= len(actors) {
 		return nil
@@ -223,7 +283,7 @@ func Shard(key string, instances int) int {
 // Pick resolves a service and a shard key (a player_id) to one VM, as
 // shield.client.bind does: a service with one instance ignores the key.
 func (rt *Runtime) Pick(service, key string) (egress.ActorID, *codes.Error) {
-	n := rt.Instances(service)
+	n := len(rt.services[service])
 	if n == 0 {
 		return egress.ActorID{}, codes.New(codes.Unavailable, "no service %q", service)
 	}
@@ -233,7 +293,7 @@ func (rt *Runtime) Pick(service, key string) (egress.ActorID, *codes.Error) {
 // Entry is a new session's first target on a listener whose entry_service
 // is service: the VM session_id % instances (SPEC §4).
 func (rt *Runtime) Entry(service string, sessionID uint64) (egress.ActorID, *codes.Error) {
-	n := rt.Instances(service)
+	n := len(rt.services[service])
 	if n == 0 {
 		return egress.ActorID{}, codes.New(codes.Unavailable, "no service %q", service)
 	}
@@ -256,7 +316,7 @@ func (rt *Runtime) Route(c *luavm.Call) *codes.Error {
 	return actors[Shard(c.To.Key, len(actors))].enqueue(c)
 }
 
-// Return delivers a call's result to the caller's control lane.
+// Return delivers a result to its VM's control lane.
 func (rt *Runtime) Return(r *luavm.Result) {
 	if a := rt.actor(r.To); a != nil {
 		a.control.push(r)
@@ -272,78 +332,10 @@ func (rt *Runtime) Deliver(target egress.ActorID, in *ingress.ClientIngress) *co
 	return a.enqueue(in)
 }
 
-// Disconnect tells a session's target that the session closed. It is never
-// dropped.
-func (rt *Runtime) Disconnect(target egress.ActorID, d *ingress.Disconnected) {
+// Control puts a session lifecycle message on its target's control lane
+// (ingress.Bound, Suspended, Resumed, Disconnected). It is never dropped.
+func (rt *Runtime) Control(target egress.ActorID, m any) {
 	if a := rt.actor(target); a != nil {
-		a.control.push(d)
-	}
-}
-
-// watchHeap stops running handlers while the Go heap is above the limit:
-// the string library caps what one call builds, but a loop that grows a
-// table or concatenates can still eat the process.
-//
-// The heap counts garbage until a collection frees it, and right after a
-// runaway handler is stopped its table is exactly that: left alone, the
-// heap would stay above the limit until the next cycle, and every handler
-// that ran meanwhile would be stopped for nothing. So while the heap is
-// within the collector's goal for the cycle (what is above the limit may be
-// garbage), a reading above the limit is confirmed by a forced collection
-// (at most one per gcEvery) before anything is stopped. A heap past the
-// goal is growing faster than the collector can keep up with, which is
-// what a runaway handler does: it is stopped at once, without waiting for
-// a collection while it allocates on.
-func (rt *Runtime) watchHeap() {
-	defer close(rt.watchDone)
-	if rt.opts.HeapLimitBytes <= 0 {
-		<-rt.watchStop
-		return
-	}
-	const gcEvery = 100 * time.Millisecond
-	limit := uint64(rt.opts.HeapLimitBytes)
-	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/goal:bytes"}}
-	read := func() (heap, goal uint64) {
-		metrics.Read(samples)
-		if samples[0].Value.Kind() == metrics.KindUint64 {
-			heap = samples[0].Value.Uint64()
-		}
-		goal = ^uint64(0)
-		if samples[1].Value.Kind() == metrics.KindUint64 {
-			goal = samples[1].Value.Uint64()
-		}
-		return heap, goal
-	}
-	tick := time.NewTicker(rt.opts.HeapCheckEvery)
-	defer tick.Stop()
-	var lastGC time.Time
-	for {
-		select {
-		case <-rt.watchStop:
-			return
-		case <-tick.C:
-		}
-		heap, goal := read()
-		if heap < limit {
-			continue
-		}
-		if heap <= goal {
-			if time.Since(lastGC) < gcEvery {
-				continue
-			}
-			runtime.GC()
-			lastGC = time.Now()
-			if heap, _ = read(); heap < limit {
-				continue
-			}
-		}
-		for _, actors := range rt.services {
-			for _, a := range actors {
-				if a.vm.Load().InterruptHeap() {
-					rt.log.Warn("heap limit passed: handler stopped", "service", a.id.Service, "instance", a.id.Instance,
-						"heap_bytes", heap, "limit", limit)
-				}
-			}
-		}
+		a.control.push(m)
 	}
 }

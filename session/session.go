@@ -1,6 +1,7 @@
-// Package session holds the gateway's live sessions: each session's single
-// target binding with its epoch (SPEC §4), its bounded outbound queue, its
-// close, and the table that finds sessions by id and by player.
+// Package session holds the gateway's live sessions (SPEC §4): each
+// session's single target binding with its epoch, its in-flight count, its
+// bounded outbound queue, suspension and resume, its close, and the
+// registry that finds sessions by id, by player and by resume token.
 package session
 
 import (
@@ -15,7 +16,7 @@ import (
 // client_disconnected sees and shield_sessions_closed_total counts.
 type Reason string
 
-// The close reasons of SPEC §4.
+// The close reasons of SPEC §4 and §10.
 const (
 	Closed        Reason = "closed"
 	Kicked        Reason = "kicked"
@@ -25,7 +26,28 @@ const (
 	SlowConsumer  Reason = "slow_consumer"
 	RateLimited   Reason = "rate_limited"
 	Draining      Reason = "draining"
+	AuthTimeout   Reason = "auth_timeout"
+	// TargetLost closes a session whose target's node died (SPEC §10): it
+	// gets no Disconnected, since its target is gone.
+	TargetLost Reason = "target_lost"
+	// Replaced ends the fresh session of a connection whose first frame
+	// resumed another: it was never anyone's, so nobody hears of it and it
+	// is not counted as closed.
+	Replaced Reason = "replaced"
 )
+
+// Resumable reports whether a bound session whose connection ended for r
+// is suspended rather than closed, when resume is on (SPEC §4 Resume).
+func (r Reason) Resumable() bool { return r == Closed || r == WriteFailed || r == IdleTimeout }
+
+// Profile is a listener's wire profile, shared by its sessions: what the
+// gateway needs to know to write to them.
+type Profile struct {
+	Listener      string
+	Framer        envelope.Framer // encodes the gateway's frames
+	MaxFrameBytes int             // no frame written is longer (SPEC §3, §7)
+	CodecKey      string          // the body codec key pushes are picked by
+}
 
 // Binding is a session's one target: the VM its requests go to, the player
 // it is logged in as, and the epoch that every ClientRef must match.
@@ -33,42 +55,67 @@ type Binding struct {
 	Target   egress.ActorID
 	PlayerID string // empty before bind
 	Gateway  string
-	Profile  string // the listener the session came in on
 	Epoch    uint64
 }
 
-// Session is one client connection's state shared between its read loop,
-// its write loop and the services' egress. The connection itself belongs
-// to the gateway.
+// Ref is the ClientRef of this binding of session id: the one place a
+// ClientRef is made from a binding.
+func (b Binding) Ref(id uint64) egress.ClientRef {
+	return egress.ClientRef{SessionID: id, Epoch: b.Epoch, PlayerID: b.PlayerID, Gateway: b.Gateway}
+}
+
+// Limits are the per-session bounds of SPEC §2 and §5.
+type Limits struct {
+	MaxInflight   int // requests and notifies in the service or with an answer not yet written
+	Outbound      int // pushes waiting to be written
+	OutboundBytes int // bytes of pushes waiting to be written
+}
+
+// Hooks are what a session tells its owner (the gateway). Each runs at
+// most once per event, on the goroutine that caused it, and must not
+// block.
+type Hooks struct {
+	// Closed runs once, after the session closed and its epoch became
+	// invalid, with the binding it had: the owner leaves the registry,
+	// counts it and tells the target.
+	Closed func(s *Session, b Binding, r Reason)
+	// Answered runs when the write loop takes a request's answer to write
+	// it (the pipelined-login gate opens then, SPEC §5).
+	Answered func(s *Session)
+}
+
+// Session is one client's state shared by its connection's read and write
+// loops and the services' egress. The connection itself is the gateway's.
 type Session struct {
 	ID         uint64
 	RemoteAddr string
+	Profile    *Profile
 
-	mu      sync.Mutex // guards binding and closed
-	binding Binding
-	closed  bool
-	reason  Reason
+	mu         sync.Mutex // guards binding, closed, reason, token, suspended, att, resumeWait
+	binding    Binding
+	closed     bool
+	reason     Reason
+	token      string      // the live resume token, "" when none
+	suspended  bool        // waiting for a resume (kept true once closed)
+	att        *Attachment // the connection's hold; nil while suspended
+	resumeWait *resumeWait // the suspended session's timer
 
-	// Inflight counts requests and notifies delivered to a service and not
-	// yet finished (session.max_inflight).
-	Inflight atomic.Int32
-
-	out      chan *envelope.Frame // outbound_queue + the answers' reserve; frames are shared, read-only
-	outbound int                  // session.outbound_queue: what frames nobody is owed may fill
-	done     chan struct{}        // closed by Close
-	notice   *envelope.Frame      // the last frame to write, set before done closes
-	onClose  func(s *Session, b Binding, r Reason)
+	inflight atomic.Int32
+	limits   Limits
+	out      queue
+	done     chan struct{} // closed by Close
+	notice   *envelope.Frame
+	hooks    Hooks
 }
 
-// New returns a session bound to its listener's entry VM at epoch 1, whose
-// queue holds outbound frames (session.outbound_queue) plus a reserve of
-// answers slots that only answers may use (the gateway gives it
-// session.max_inflight). onClose runs once, after the session is closed and
-// its epoch invalid.
-func New(id uint64, remote string, b Binding, outbound, answers int, onClose func(*Session, Binding, Reason)) *Session {
+// New returns a session bound to target at epoch 1, attached to its first
+// connection.
+func New(id uint64, remote string, p *Profile, b Binding, l Limits, h Hooks) *Session {
 	b.Epoch = 1
-	return &Session{ID: id, RemoteAddr: remote, binding: b, out: make(chan *envelope.Frame, outbound+answers),
-		outbound: outbound, done: make(chan struct{}), onClose: onClose}
+	s := &Session{ID: id, RemoteAddr: remote, Profile: p, binding: b, limits: l, hooks: h,
+		att: newAttachment(), done: make(chan struct{})}
+	s.out.init(l)
+	return s
 }
 
 // Binding returns the current binding.
@@ -79,52 +126,144 @@ func (s *Session) Binding() Binding {
 }
 
 // Ref is the ClientRef of the current binding.
-func (s *Session) Ref() egress.ClientRef {
-	b := s.Binding()
-	return egress.ClientRef{SessionID: s.ID, Epoch: b.Epoch, PlayerID: b.PlayerID, Gateway: b.Gateway}
+func (s *Session) Ref() egress.ClientRef { return s.Binding().Ref(s.ID) }
+
+// Current returns the current ref and whether the session is open, under
+// one lock, so that a caller checking a ref sees both at one instant
+// (egress.Session).
+func (s *Session) Current() (egress.ClientRef, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.binding.Ref(s.ID), !s.closed
 }
 
-// Enqueue queues a frame nobody is owed (a push, a heartbeat echo) for the
-// write loop without ever blocking, and reports false when outbound_queue
-// frames are already waiting or the session closed. The frame is not
-// copied: a push shares one frame among all its recipients, so nobody may
-// modify a frame once queued.
-//
-// The length check races with other producers, so the queue may pass
-// outbound_queue by a frame per concurrent producer; the answers' reserve
-// absorbs that.
-func (s *Session) Enqueue(f *envelope.Frame) bool {
-	if len(s.out) >= s.outbound {
-		return false
-	}
-	return s.put(f)
-}
+// Authenticated reports whether the session is bound to a player.
+func (s *Session) Authenticated() bool { return s.Binding().PlayerID != "" }
 
-// EnqueueAnswer queues the one answer a request is owed (a response or an
-// error frame). Answers may also use the reserve, so that a client that
-// reads, and keeps no more than max_inflight requests outstanding, never
-// has an answer refused because pushes or a burst of answers filled the
-// queue for a moment: a full queue is the write loop's to judge, by
-// write_timeout. It reports false when even the reserve is full (the
-// client neither reads nor respects its limits) or the session closed.
-func (s *Session) EnqueueAnswer(f *envelope.Frame) bool { return s.put(f) }
-
-func (s *Session) put(f *envelope.Frame) bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-	}
-	select {
-	case s.out <- f:
-		return true
-	default:
-		return false
+// TryAcquire takes one of the session's max_inflight slots for a request
+// or notify going to its service; false when all are taken (SPEC §5).
+// Every concurrent producer goes through one compare-and-swap, so the
+// limit is never passed.
+func (s *Session) TryAcquire() bool {
+	limit := int32(s.limits.MaxInflight)
+	for {
+		n := s.inflight.Load()
+		if n >= limit {
+			return false
+		}
+		if s.inflight.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 
-// Out is the write loop's queue.
-func (s *Session) Out() <-chan *envelope.Frame { return s.out }
+// Release gives back a slot TryAcquire took: a notify's end, an answer
+// written or dropped, a frame refused after it took one.
+func (s *Session) Release() { s.inflight.Add(-1) }
+
+// Inflight is the number of slots taken.
+func (s *Session) Inflight() int { return int(s.inflight.Load()) }
+
+// Fits reports whether f is no longer than the listener's max_frame_bytes
+// once encoded (egress.Session).
+func (s *Session) Fits(f *envelope.Frame) bool {
+	return s.Profile.Framer.FrameSize(f) <= s.Profile.MaxFrameBytes
+}
+
+// Offer queues a push (egress.Session): false when the session closed or
+// its queue holds outbound_queue pushes or outbound_queue_bytes of them.
+// The frame is not copied: a push shares one frame among all its
+// recipients, so nobody may modify a frame once queued.
+func (s *Session) Offer(f *envelope.Frame) bool {
+	if s.isClosed() {
+		return false
+	}
+	return s.out.put(f, itemPush)
+}
+
+// Answer queues the one answer a request is owed, holding the slot the
+// request took until the write loop takes it (SPEC §5: an answer not yet
+// written counts). It reports false only when the session closed.
+func (s *Session) Answer(f *envelope.Frame) bool {
+	if s.isClosed() {
+		return false
+	}
+	return s.out.put(f, itemAnswer)
+}
+
+// Refuse queues an error frame for a request the edge refused (busy,
+// rate_limited), which holds no slot. At most max_inflight +
+// outbound_queue of them wait at once (each a few dozen bytes): a client
+// that sends without reading gets false, and is a slow consumer.
+func (s *Session) Refuse(f *envelope.Frame) bool {
+	if s.isClosed() {
+		return false
+	}
+	return s.out.put(f, itemRefusal)
+}
+
+// Echo queues a heartbeat echo, unless an earlier echo is still waiting
+// (SPEC §7): false then, and the caller counts the drop.
+func (s *Session) Echo() bool {
+	if s.isClosed() {
+		return false
+	}
+	return s.out.put(heartbeat, itemEcho)
+}
+
+// Status queues a status frame (SPEC §3), which always finds room.
+func (s *Session) Status(f *envelope.Frame) bool {
+	if s.isClosed() {
+		return false
+	}
+	return s.out.put(f, itemStatus)
+}
+
+var heartbeat = &envelope.Frame{Kind: envelope.Heartbeat}
+
+// Ready is signalled when frames are queued for the write loop.
+func (s *Session) Ready() <-chan struct{} { return s.out.ready }
+
+// Take moves every queued frame into batch for the write loop, and
+// returns it. The answers among them give their max_inflight slots back
+// now, as they go to the socket (SPEC §5: until its answer is written a
+// request counts; a client reading its answer must find its slot free),
+// and the owner hears that answers went out (the Answered hook). The
+// frames go on counting against the queue's bounds until Written.
+func (s *Session) Take(batch []Item) []Item {
+	n := len(batch)
+	batch = s.out.take(batch)
+	answered := false
+	for _, it := range batch[n:] {
+		if it.kind == itemAnswer {
+			s.Release()
+			answered = true
+		}
+	}
+	if answered && s.hooks.Answered != nil {
+		s.hooks.Answered(s)
+	}
+	return batch
+}
+
+// Requeue puts a batch Take gave back at the head of the queue, in order,
+// for a write loop whose connection lost the session before writing it.
+// The answers among them hold no slot any more.
+func (s *Session) Requeue(batch []Item) {
+	for i := range batch {
+		if batch[i].kind == itemAnswer {
+			batch[i].kind = itemStatus // room always; its slot is gone
+		}
+	}
+	s.out.requeue(batch)
+}
+
+// Written tells the session that the write loop wrote (or dropped) what
+// Take gave it: those frames stop counting against the queue's bounds.
+func (s *Session) Written(batch []Item) {
+	s.out.done(batch)
+	clear(batch)
+}
 
 // Done is closed when the session closes.
 func (s *Session) Done() <-chan struct{} { return s.done }
@@ -132,14 +271,6 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // Notice is the frame to write just before the connection closes, or nil.
 // It is valid once Done is closed.
 func (s *Session) Notice() *envelope.Frame { return s.notice }
-
-// Snapshot returns the current binding and whether the session has closed,
-// under one lock, so that a caller checking a ref sees both at one instant.
-func (s *Session) Snapshot() (b Binding, closed bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.binding, s.closed
-}
 
 // Closed reports whether the session has closed, and why.
 func (s *Session) Closed() (bool, Reason) {
@@ -153,11 +284,14 @@ func (s *Session) isClosed() bool {
 	return closed
 }
 
-// rebind is the compare-and-set's set, for Table.Bind (which holds the
-// table's lock, so the epoch cannot have moved since it was compared). It
-// fails when the session closed meanwhile: a closed session's binding is
-// the one its onClose already reported, and must stay so.
-func (s *Session) rebind(target egress.ActorID, playerID string) (Binding, bool) {
+// rebind is the compare-and-set's set, for Registry.Bind (which holds the
+// registry's lock, so the epoch cannot have moved since it was compared).
+// bound runs under the session's lock with the new binding, so that what
+// it queues for the new target (client_bound) is there before any frame of
+// the new epoch can be delivered. It fails when the session closed
+// meanwhile: a closed session's binding is the one its Closed hook already
+// reported, and must stay so.
+func (s *Session) rebind(target egress.ActorID, playerID string, bound func(Binding)) (Binding, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -166,13 +300,17 @@ func (s *Session) rebind(target egress.ActorID, playerID string) (Binding, bool)
 	s.binding.Target = target
 	s.binding.PlayerID = playerID
 	s.binding.Epoch++
+	if bound != nil {
+		bound(s.binding)
+	}
 	return s.binding, true
 }
 
 // Close closes the session once; the first reason wins. The epoch is
-// invalidated first (no ref matches a closed session), then onClose runs
-// (it removes the session from its table and tells the target), then Done
-// closes so the write loop sends notice, if any, and ends the connection.
+// invalidated first (no ref matches a closed session), then the Closed
+// hook runs (it removes the session from the registry and tells the
+// target), then Done closes so the write loop sends what is queued and
+// notice, if any, and ends the connection.
 func (s *Session) Close(r Reason, notice *envelope.Frame) bool {
 	s.mu.Lock()
 	if s.closed {
@@ -181,9 +319,14 @@ func (s *Session) Close(r Reason, notice *envelope.Frame) bool {
 	}
 	s.closed, s.reason = true, r
 	b := s.binding
+	wait := s.resumeWait
+	s.resumeWait = nil
 	s.mu.Unlock()
-	if s.onClose != nil {
-		s.onClose(s, b, r)
+	if wait != nil {
+		wait.timer.Stop()
+	}
+	if s.hooks.Closed != nil {
+		s.hooks.Closed(s, b, r)
 	}
 	s.notice = notice
 	close(s.done)

@@ -62,6 +62,7 @@ end
 
 -- spin {ms} keeps the VM busy, without yielding, for ms.
 function M.spin(ctx, client, req)
+  shield.log.info("spinning", "ms", req.ms)
   local stop = shield.now() + req.ms
   while shield.now() < stop do end
   return { spun = req.ms }

@@ -39,10 +39,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	defer rep.Close()
 	printTable(stdout, rep.Config, rep.Table)
-	vms := 0
-	for _, v := range rep.VMs {
-		vms += len(v)
-	}
+	vms := rep.Runtime.VMs("")
 	fmt.Fprintf(stdout, "\n%s: ok: %d routes, %d actors, %d VMs compiled\n", *file, rep.Table.Len(), len(rep.Config.Actors), vms)
 	return 0
 }

@@ -24,7 +24,7 @@ type Recorder struct {
 	RejectN map[uint64]codes.Code // session_id -> the code Push rejects it with
 }
 
-var _ egress.Gateway = (*Recorder)(nil)
+var _ egress.Sink = (*Recorder)(nil)
 
 // Kick is one kick a Recorder was asked for.
 type Kick struct {
@@ -36,9 +36,6 @@ type Kick struct {
 func NewRecorder() *Recorder {
 	return &Recorder{RejectN: map[uint64]codes.Code{}}
 }
-
-// Name is GatewayName.
-func (r *Recorder) Name() string { return GatewayName }
 
 // Respond records x.
 func (r *Recorder) Respond(x *egress.Response) {
@@ -63,25 +60,27 @@ func (r *Recorder) Push(p *egress.Push) []codes.Code {
 	return out
 }
 
-// Bind records b and returns its ref with the player and the next epoch.
-func (r *Recorder) Bind(b *egress.BindRequest) (egress.ClientRef, error) {
+// Bind records b and answers with its ref with the player and the next
+// epoch, at once.
+func (r *Recorder) Bind(b *egress.BindRequest, done egress.BindDone) {
 	if b.PlayerID == "panic" {
 		panic("recorder: bind asked to panic")
 	}
 	r.Mu.Lock()
-	defer r.Mu.Unlock()
 	r.Binds = append(r.Binds, b)
+	r.Mu.Unlock()
 	if b.PlayerID == "stale" {
-		return egress.ClientRef{}, codes.New(codes.EpochExpired, "epoch %d is stale", b.Ref.Epoch)
+		done(egress.ClientRef{}, codes.New(codes.EpochExpired, "epoch %d is stale", b.Ref.Epoch))
+		return
 	}
 	ref := b.Ref
 	ref.Epoch++
 	ref.PlayerID = b.PlayerID
-	return ref, nil
+	done(ref, nil)
 }
 
 // Kick records a kick of ref.
-func (r *Recorder) Kick(ref egress.ClientRef, reason string) error {
+func (r *Recorder) Kick(ref egress.ClientRef, reason string) *codes.Error {
 	r.Mu.Lock()
 	defer r.Mu.Unlock()
 	if ref.SessionID == 404 {

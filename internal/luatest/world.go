@@ -15,6 +15,7 @@ import (
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
 	"github.com/shieldrpc/shield/internal/testutil"
+	"github.com/shieldrpc/shield/metrics"
 	"github.com/shieldrpc/shield/service"
 )
 
@@ -29,7 +30,7 @@ type World struct {
 
 // Options are what a package's harness adds to its worlds.
 type Options struct {
-	Metrics service.Metrics // nil: nothing is counted
+	Metrics *metrics.Metrics // nil: nothing is counted
 }
 
 // StartWorld writes files (name -> content; "actors.yaml" is the config),
@@ -54,12 +55,13 @@ func TryWorld(t testing.TB, files map[string]string, opts Options) (*World, erro
 	testutil.WriteFiles(t, dir, files)
 	lg := &Logs{}
 	logger := slog.New(slog.NewJSONHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rep, err := bootstrap.Compile(filepath.Join(dir, "actors.yaml"), bootstrap.Options{Logger: logger})
+	rep, err := bootstrap.Compile(filepath.Join(dir, "actors.yaml"), bootstrap.Options{Logger: logger, Metrics: opts.Metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw := NewRecorder()
-	rt := service.New(rep.Config, rep.VMs, service.Options{Gateway: gw, Logger: logger, Metrics: opts.Metrics, HeapLimitBytes: rep.Config.Lua.HeapLimitBytes})
+	rt := rep.Runtime
+	rt.SetSink(gw)
 	w := &World{Runtime: rt, Gateway: gw, Logs: lg, Dir: dir}
 	w.Next.Store(1000)
 	t.Cleanup(func() {

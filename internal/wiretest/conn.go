@@ -24,18 +24,18 @@ type Conn struct {
 	Name  string
 	NC    net.Conn
 	BR    *bufio.Reader
-	Codec envelope.Codec // decodes the gateway's frames, encodes ours
-	Seen  []string       // what arrived, for failure messages
+	Codec envelope.Framer // decodes the gateway's frames, encodes ours
+	Seen  []string        // what arrived, for failure messages
 }
 
 // NewConn wraps nc, speaking codec; name labels failure messages.
-func NewConn(t testing.TB, name string, nc net.Conn, codec envelope.Codec) *Conn {
+func NewConn(t testing.TB, name string, nc net.Conn, codec envelope.Framer) *Conn {
 	return &Conn{T: t, Name: name, NC: nc, BR: bufio.NewReader(nc), Codec: codec}
 }
 
 // Codec is the envelope env's codec as a client uses it (decoding the
 // server's frames), up to 1 MiB a frame.
-func Codec(t testing.TB, env string) envelope.Codec {
+func Codec(t testing.TB, env string) envelope.Framer {
 	t.Helper()
 	codec, err := envelope.New(env, envelope.FromServer, 1<<20)
 	if err != nil {

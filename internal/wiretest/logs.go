@@ -2,6 +2,7 @@ package wiretest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -39,10 +40,10 @@ func (v sinkView) Enabled(context.Context, slog.Level) bool { return true }
 func (v sinkView) Handle(_ context.Context, r slog.Record) error {
 	e := Entry{Msg: r.Message, Attrs: map[string]string{}}
 	for _, a := range v.attrs {
-		e.Attrs[a.Key] = a.Value.String()
+		e.Attrs[a.Key] = text(a.Value)
 	}
 	r.Attrs(func(a slog.Attr) bool {
-		e.Attrs[a.Key] = a.Value.String()
+		e.Attrs[a.Key] = text(a.Value)
 		return true
 	})
 	v.sink.mu.Lock()
@@ -50,6 +51,21 @@ func (v sinkView) Handle(_ context.Context, r slog.Record) error {
 	v.sink.mu.Unlock()
 	return nil
 }
+
+// text is a value as a test compares it: a nested JSON value (a table a
+// script logged) as its JSON text, a null (a player_id before bind) as "".
+func text(v slog.Value) string {
+	if v.Kind() == slog.KindAny {
+		switch x := v.Any().(type) {
+		case nil:
+			return ""
+		case json.RawMessage:
+			return string(x)
+		}
+	}
+	return v.String()
+}
+
 func (v sinkView) WithAttrs(as []slog.Attr) slog.Handler {
 	return sinkView{sink: v.sink, attrs: append(append([]slog.Attr(nil), v.attrs...), as...)}
 }

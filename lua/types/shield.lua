@@ -144,6 +144,12 @@ function shield.error(code, message) end
 ---@return T t The same table.
 function shield.array(t) end
 
+---Returns a new copy of the actor's `settings` mapping from the config (an empty table without
+---one): YAML mappings as tables, sequences as arrays, null as shield.null. Writing into the copy
+---changes nothing anyone else sees.
+---@return table settings
+function shield.settings() end
+
 ---The sentinel for JSON null: null inside a decoded array or object, and encoded as null.
 ---Compare with `v == shield.null`; tostring gives "null".
 ---@type ShieldNull

@@ -2,6 +2,7 @@ package strlib
 
 import (
 	"fmt"
+	"github.com/shieldrpc/shield/config"
 	"math"
 
 	lua "github.com/yuin/gopher-lua"
@@ -33,13 +34,13 @@ type Limits struct {
 	OnExceeded func(L *lua.LState, what string)
 }
 
-// Default limits. 16 MiB is SPEC's default for lua.max_string_bytes.
-// Ten million match steps take 0.12 to 0.2 s on the 2-core reference machine
+// Default limits. DefaultMaxStringBytes is lua.max_string_bytes's default,
+// defined by package config with the other defaults. Ten million match steps take 0.12 to 0.2 s on the 2-core reference machine
 // (BenchmarkStepBudget, the incident's pattern): the longest one call can
 // run when no context is set, while ordinary linear patterns, at one to two
 // steps per subject byte, still scan 5 to 10 MB in a single call.
 const (
-	DefaultMaxStringBytes = 16 << 20
+	DefaultMaxStringBytes = config.DefaultMaxStringBytes
 	DefaultMaxMatchSteps  = 10_000_000
 )
 

@@ -13,27 +13,19 @@ import (
 	"github.com/shieldrpc/shield/envelope"
 )
 
-// The tests here drive Table.Bind the way the gateway does: every session's
-// onClose removes it from the table (as Gateway.onClose does) and records
-// what its target would hear, so a test can tell what had happened by the
-// time Bind returned.
+// The tests here drive Registry.Bind the way the gateway does: every
+// session's Closed hook removes it from the registry (as the gateway's
+// does) and records what its target would hear, so a test can tell what
+// had happened by the time Bind returned.
 
 var (
 	auth   = egress.ActorID{Service: "auth"}
 	player = egress.ActorID{Service: "player"}
 )
 
-// policy resolves "auth" and "player" to instance 0 and refuses any other
-// service, as the runtime's Pick does for a service it does not run.
-func policy(kickOld bool) BindPolicy {
-	return BindPolicy{KickOld: kickOld, Pick: func(service, _ string) (egress.ActorID, *codes.Error) {
-		switch service {
-		case "auth", "player":
-			return egress.ActorID{Service: service}, nil
-		}
-		return egress.ActorID{}, codes.New(codes.Unavailable, "no service %q", service)
-	}}
-}
+// policy is the registry policy under duplicate_login kick_old or
+// reject_new.
+func policy(kickOld bool) Policy { return Policy{KickOld: kickOld} }
 
 // closeRecord is one onClose call: the Disconnected the target would get.
 type closeRecord struct {
@@ -42,23 +34,35 @@ type closeRecord struct {
 	reason  Reason
 }
 
-// fixture is a table whose sessions report their close to it.
+// fixture is a registry whose sessions report their close to it.
 type fixture struct {
-	t      *Table
+	t      *Registry
 	mu     sync.Mutex // guards closes
 	closes []closeRecord
 }
 
-func newFixture() *fixture { return &fixture{t: NewTable()} }
+func newFixture() *fixture { return &fixture{t: NewRegistry()} }
+
+// testProfile is an idlen listener's profile.
+var testProfile = func() *Profile {
+	fr, err := envelope.New("idlen", envelope.FromClient, 1024)
+	if err != nil {
+		panic(err)
+	}
+	return &Profile{Listener: "game", Framer: fr, MaxFrameBytes: 1024, CodecKey: "json"}
+}()
+
+// testLimits are outbound_queue 4 and max_inflight 2.
+var testLimits = Limits{MaxInflight: 2, Outbound: 4, OutboundBytes: 1 << 20}
 
 // add registers a new session bound to auth/0 at epoch 1.
 func (f *fixture) add(id uint64) *Session {
-	s := New(id, "127.0.0.1:1", Binding{Target: auth, Gateway: "gw"}, 4, 2, func(s *Session, b Binding, r Reason) {
+	s := New(id, "127.0.0.1:1", testProfile, Binding{Target: auth, Gateway: "gw"}, testLimits, Hooks{Closed: func(s *Session, b Binding, r Reason) {
 		f.t.Remove(s, b)
 		f.mu.Lock()
 		f.closes = append(f.closes, closeRecord{s.ID, b, r})
 		f.mu.Unlock()
-	})
+	}})
 	f.t.Add(s)
 	return s
 }
@@ -78,15 +82,15 @@ func (f *fixture) owner(p string) *Session {
 
 func bindReq(s *Session, epoch uint64, caller egress.ActorID, p string) *egress.BindRequest {
 	return &egress.BindRequest{Ref: egress.ClientRef{SessionID: s.ID, Epoch: epoch, Gateway: "gw"},
-		PlayerID: p, Target: "player", Caller: caller}
+		PlayerID: p, Target: player, Caller: caller}
 }
 
 // wantCode fails unless err carries code ("" means no error).
-func wantCode(t testing.TB, err error, code codes.Code) {
+func wantCode(t testing.TB, err *codes.Error, code codes.Code) {
 	t.Helper()
-	got, _ := codes.CodeOf(err)
-	if err != nil && got == "" {
-		t.Fatalf("error without a code: %v", err)
+	var got codes.Code
+	if err != nil {
+		got = err.Code
 	}
 	if got != code {
 		t.Fatalf("code %q (%v), want %q", got, err, code)
@@ -100,7 +104,7 @@ func TestBindRefusals(t *testing.T) {
 		want  codes.Code
 	}{
 		{"session not found", func(f *fixture) *egress.BindRequest {
-			return &egress.BindRequest{Ref: egress.ClientRef{SessionID: 99, Epoch: 1, Gateway: "gw"}, PlayerID: "p", Target: "player", Caller: auth}
+			return &egress.BindRequest{Ref: egress.ClientRef{SessionID: 99, Epoch: 1, Gateway: "gw"}, PlayerID: "p", Target: player, Caller: auth}
 		}, codes.SessionNotFound},
 		{"closed session", func(f *fixture) *egress.BindRequest {
 			s := f.add(1)
@@ -118,11 +122,6 @@ func TestBindRefusals(t *testing.T) {
 		{"not target", func(f *fixture) *egress.BindRequest {
 			return bindReq(f.add(1), 1, player, "p")
 		}, codes.NotTarget},
-		{"unknown target service", func(f *fixture) *egress.BindRequest {
-			r := bindReq(f.add(1), 1, auth, "p")
-			r.Target = "nowhere"
-			return r
-		}, codes.Unavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture()
@@ -214,7 +213,7 @@ func TestKickOldClosesBeforeReturning(t *testing.T) {
 	if f.t.Get(1) != nil || f.owner("alice") != cur || ref.PlayerID != "alice" || ref.SessionID != 2 {
 		t.Fatalf("table after kick: get(1)=%v owner=%v ref=%+v", f.t.Get(1), f.owner("alice"), ref)
 	}
-	if old.Enqueue(&envelope.Frame{Kind: envelope.Heartbeat}) {
+	if old.Offer(&envelope.Frame{Kind: envelope.Push}) {
 		t.Fatal("a kicked session accepted a frame")
 	}
 }
@@ -244,11 +243,11 @@ func TestBindAfterHolderClosing(t *testing.T) {
 			f := newFixture()
 			release := make(chan struct{})
 			entered := make(chan struct{})
-			holder := New(1, "a", Binding{Target: auth, Gateway: "gw"}, 1, 1, func(s *Session, b Binding, r Reason) {
+			holder := New(1, "a", testProfile, Binding{Target: auth, Gateway: "gw"}, testLimits, Hooks{Closed: func(s *Session, b Binding, r Reason) {
 				close(entered)
 				<-release
 				f.t.Remove(s, b)
-			})
+			}})
 			f.t.Add(holder)
 			if _, err := f.t.Bind(bindReq(holder, 1, auth, "alice"), policy(kickOld)); err != nil {
 				t.Fatal(err)
@@ -256,7 +255,7 @@ func TestBindAfterHolderClosing(t *testing.T) {
 			go holder.Close(Closed, nil)
 			<-entered
 			cur := f.add(2)
-			done := make(chan error, 1)
+			done := make(chan *codes.Error, 1)
 			go func() {
 				_, err := f.t.Bind(bindReq(cur, 1, auth, "alice"), policy(kickOld))
 				done <- err
@@ -293,7 +292,7 @@ func TestConcurrentBindsOnePlayer(t *testing.T) {
 			for i := 0; i < 200; i++ {
 				f := newFixture()
 				ss := []*Session{f.add(1), f.add(2)}
-				errs := make([]error, 2)
+				errs := make([]*codes.Error, 2)
 				var wg sync.WaitGroup
 				start := make(chan struct{})
 				for j, s := range ss {
@@ -316,8 +315,7 @@ func TestConcurrentBindsOnePlayer(t *testing.T) {
 					if !closed {
 						live++
 						if s != owner {
-							code, _ := codes.CodeOf(errs[j])
-							if kickOld || code != codes.PlayerOnline {
+							if kickOld || errs[j] == nil || errs[j].Code != codes.PlayerOnline {
 								t.Fatalf("round %d: live session %d is not the owner (err %v)", i, s.ID, errs[j])
 							}
 						}
@@ -345,7 +343,7 @@ func TestBindRacesClose(t *testing.T) {
 		f := newFixture()
 		s := f.add(1)
 		var wg sync.WaitGroup
-		var err error
+		var err *codes.Error
 		wg.Add(2)
 		go func() { defer wg.Done(); _, err = f.t.Bind(bindReq(s, 1, auth, "alice"), policy(true)) }()
 		go func() { defer wg.Done(); s.Close(Closed, nil) }()
@@ -355,12 +353,12 @@ func TestBindRacesClose(t *testing.T) {
 			t.Fatalf("round %d: %d closes", i, len(closes))
 		}
 		b := closes[0].binding
-		switch code, _ := codes.CodeOf(err); {
+		switch {
 		case err == nil:
 			if b.PlayerID != "alice" || b.Epoch != 2 || b.Target != player {
 				t.Fatalf("round %d: bind succeeded but the Disconnected went to %+v", i, b)
 			}
-		case code == codes.SessionNotFound:
+		case err.Code == codes.SessionNotFound:
 			if b.PlayerID != "" || b.Epoch != 1 || b.Target != auth {
 				t.Fatalf("round %d: bind refused but the Disconnected names %+v", i, b)
 			}
@@ -391,41 +389,105 @@ func TestCloseOnce(t *testing.T) {
 	}
 }
 
-// TestEnqueueBounds: frames nobody is owed fill outbound_queue and no
-// more; answers may also use the reserve; nothing ever blocks, and a
-// closed session takes nothing.
-func TestEnqueueBounds(t *testing.T) {
+// TestQueueBounds: pushes fill outbound_queue and outbound_queue_bytes
+// and no more; answers always find room (each holds its request's
+// max_inflight slot until taken to be written); edge refusals wait at most
+// max_inflight at once; one heartbeat echo waits at a time; status frames
+// always find room; nothing ever blocks, and a closed session takes
+// nothing.
+func TestQueueBounds(t *testing.T) {
 	f := newFixture()
-	s := f.add(1) // outbound_queue 4, a reserve of 2
-	push := &envelope.Frame{Kind: envelope.Push, RouteID: 1}
+	s := f.add(1) // outbound_queue 4, max_inflight 2
+	push := &envelope.Frame{Kind: envelope.Push, RouteID: 1, Body: []byte("x")}
 	answer := &envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 1}
+	refusal := &envelope.Frame{Kind: envelope.Error, RequestID: 2, Code: "client_rpc.busy"}
 	for i := 0; i < 4; i++ {
-		if !s.Enqueue(push) {
+		if !s.Offer(push) {
 			t.Fatalf("push %d refused", i)
 		}
 	}
-	if s.Enqueue(push) {
+	if s.Offer(push) {
 		t.Fatal("a push passed outbound_queue")
 	}
-	for i := 0; i < 2; i++ {
-		if !s.EnqueueAnswer(answer) {
-			t.Fatalf("answer %d refused with the reserve free", i)
+	for i := 0; i < 10; i++ {
+		if !s.Answer(answer) {
+			t.Fatalf("answer %d refused", i)
 		}
 	}
-	if s.EnqueueAnswer(answer) {
-		t.Fatal("an answer passed the reserve")
+	for i := 0; i < 6; i++ {
+		if !s.Refuse(refusal) {
+			t.Fatalf("refusal %d refused with max_inflight 2 and outbound_queue 4", i)
+		}
 	}
-	<-s.Out()
-	if s.Enqueue(push) {
-		t.Fatal("a push took a reserved slot")
+	if s.Refuse(refusal) {
+		t.Fatal("a refusal passed max_inflight + outbound_queue")
 	}
-	if !s.EnqueueAnswer(answer) {
-		t.Fatal("an answer refused with a slot free")
+	if !s.Echo() || s.Echo() {
+		t.Fatal("heartbeat echoes: want one waiting at a time")
+	}
+	if !s.Status(&envelope.Frame{Kind: envelope.Notice, Code: "gateway.drain_started", GraceMS: 1}) {
+		t.Fatal("a status frame refused")
+	}
+	batch := s.Take(nil)
+	if len(batch) != 4+10+6+1+1 {
+		t.Fatalf("took %d frames", len(batch))
+	}
+	if s.Offer(push) || s.Echo() {
+		t.Fatal("frames taken by the write loop stopped counting before they were written")
+	}
+	s.Written(batch)
+	if !s.Offer(push) || !s.Echo() {
+		t.Fatal("the bounds did not reset once the frames were written")
 	}
 	s.Close(Closed, nil)
-	<-s.Out()
-	if s.Enqueue(push) || s.EnqueueAnswer(answer) {
+	if s.Offer(push) || s.Answer(answer) || s.Refuse(refusal) || s.Status(answer) {
 		t.Fatal("a closed session took a frame")
+	}
+}
+
+// TestQueueBytes: outbound_queue_bytes bounds the bytes of waiting pushes.
+func TestQueueBytes(t *testing.T) {
+	s := New(1, "a", testProfile, Binding{Gateway: "gw"}, Limits{MaxInflight: 1, Outbound: 100, OutboundBytes: 10}, Hooks{})
+	if !s.Offer(&envelope.Frame{Kind: envelope.Push, Body: make([]byte, 6)}) {
+		t.Fatal("6 bytes refused")
+	}
+	if s.Offer(&envelope.Frame{Kind: envelope.Push, Body: make([]byte, 5)}) {
+		t.Fatal("11 bytes passed outbound_queue_bytes 10")
+	}
+	if !s.Offer(&envelope.Frame{Kind: envelope.Push, Body: make([]byte, 4)}) {
+		t.Fatal("10 bytes refused")
+	}
+}
+
+// TestInflightSlots: TryAcquire takes at most max_inflight slots however
+// many goroutines ask at once; an answer holds its slot until Written.
+func TestInflightSlots(t *testing.T) {
+	s := New(1, "a", testProfile, Binding{Gateway: "gw"}, Limits{MaxInflight: 8, Outbound: 1, OutboundBytes: 1}, Hooks{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := 0
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s.TryAcquire() {
+				mu.Lock()
+				got++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if got != 8 || s.Inflight() != 8 {
+		t.Fatalf("%d slots taken (%d counted), want 8", got, s.Inflight())
+	}
+	s.Answer(&envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 1})
+	if s.Inflight() != 8 {
+		t.Fatal("an answer gave its slot back before it was taken to be written")
+	}
+	s.Take(nil)
+	if s.Inflight() != 7 {
+		t.Fatalf("%d slots after the answer was taken, want 7", s.Inflight())
 	}
 }
 

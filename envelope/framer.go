@@ -1,15 +1,15 @@
 // Package envelope is the wire framing between game clients and the gateway
-// (SPEC.md section 3): the Frame every envelope decodes to, and one Codec per
+// (SPEC.md section 3): the Frame every envelope decodes to, and one Framer per
 // envelope — idlen, typelen, lenprefix and delimiter.
 //
-// A Codec has two layers. DecodeMessage and AppendMessage handle one frame
+// A Framer has two layers. DecodeMessage and AppendMessage handle one frame
 // without its stream framing (no u32 length prefix, no trailing newline):
 // that is what a WebSocket message carries. ReadFrame and AppendFrame add
 // the stream framing on top, for TCP. Limits are checked before anything of
 // the claimed size is allocated, and every violation is a *ProtocolError
 // whose Reason is a label of shield_protocol_errors_total.
 //
-// Codecs hold no per-connection state and are safe for concurrent use; a
+// Framers hold no per-connection state and are safe for concurrent use; a
 // connection's state is its bufio.Reader.
 package envelope
 
@@ -37,11 +37,11 @@ const (
 	NameDelimiter = "delimiter"
 )
 
-// Side says whose frames a Codec decodes. The same bytes mean different
+// Side says whose frames a Framer decodes. The same bytes mean different
 // kinds in each direction (an idlen frame on route 0 with a request_id is a
 // protocol error from a client and an Error from the gateway), and a peer
 // may only send its own direction's kinds. Encoding does not depend on Side:
-// any Codec encodes every kind.
+// any Framer encodes every kind.
 type Side uint8
 
 const (
@@ -65,8 +65,8 @@ func (s Side) String() string {
 	}
 }
 
-// Codec reads and writes the frames of one envelope in one direction.
-type Codec interface {
+// Framer reads and writes the frames of one envelope in one direction.
+type Framer interface {
 	// Name returns the envelope's name, e.g. "idlen".
 	Name() string
 	// ReadFrame reads exactly one frame from r. It returns io.EOF only at a
@@ -86,6 +86,9 @@ type Codec interface {
 	// AppendMessage appends one frame without stream framing to dst, with
 	// AppendFrame's error and allocation rules.
 	AppendMessage(dst []byte, f *Frame) ([]byte, error)
+	// FrameSize is the length AppendMessage gives f: what max_frame_bytes
+	// caps (SPEC §3, §7). A frame that cannot be encoded has size 0.
+	FrameSize(f *Frame) int
 	// Text reports whether a message is text (delimiter: a WebSocket text
 	// message) rather than binary.
 	Text() bool
@@ -95,27 +98,29 @@ type Codec interface {
 	Legacy() bool
 	// MaxRouteID is the largest route_id the envelope can carry.
 	MaxRouteID() uint32
+	// MaxFrameBytes is the cap New was given.
+	MaxFrameBytes() int
 }
 
-// New returns the named envelope's Codec for decoding side's frames, with
+// New returns the named envelope's Framer for decoding side's frames, with
 // maxFrameBytes capping a frame's header plus body: the u32 length of idlen,
 // typelen and lenprefix, a delimiter line without its newline, a WebSocket
 // message. It must be at least the envelope's header size and fit a u32.
-func New(name string, side Side, maxFrameBytes int) (Codec, error) {
+func New(name string, side Side, maxFrameBytes int) (Framer, error) {
 	if side != FromClient && side != FromServer {
 		return nil, fmt.Errorf("envelope: %s: invalid side %v", name, side)
 	}
-	var c Codec
+	var c Framer
 	minSize := 1
 	switch name {
 	case NameIdlen:
-		c, minSize = &idlenCodec{side: side, maxBytes: maxFrameBytes}, IdlenHeaderSize
+		c, minSize = &idlenFramer{side: side, maxBytes: maxFrameBytes}, IdlenHeaderSize
 	case NameTypelen:
-		c, minSize = &typelenCodec{side: side, maxBytes: maxFrameBytes}, TypelenHeaderSize
+		c, minSize = &typelenFramer{side: side, maxBytes: maxFrameBytes}, TypelenHeaderSize
 	case NameLenprefix:
-		c = &lenprefixCodec{side: side, maxBytes: maxFrameBytes}
+		c = &lenprefixFramer{side: side, maxBytes: maxFrameBytes}
 	case NameDelimiter:
-		c = &delimiterCodec{side: side, maxBytes: maxFrameBytes}
+		c = &delimiterFramer{side: side, maxBytes: maxFrameBytes}
 	default:
 		return nil, fmt.Errorf("envelope: %w %q (want idlen, typelen, lenprefix or delimiter)", ErrUnknownEnvelope, name)
 	}

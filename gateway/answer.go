@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/envelope"
+)
+
+// Respond queues a request's one answer to the session that sent it,
+// whatever its epoch is now; it is dropped only when the session is gone.
+// A notify's outcome only gives its slot back. Both are counted in
+// shield_requests_total.
+func (g *Gateway) Respond(r *egress.Response) {
+	// The descriptor is the authority on a route's name: an answer that
+	// does not carry it (a dead VM's unavailable) is still labelled by
+	// name, as SPEC §9 asks, and the legacy envelopes carry it.
+	er := g.edge.Lookup(r.RouteID)
+	route := r.Route
+	if route == "" && er != nil {
+		route = er.Name
+	}
+	s := g.sessions.Get(r.SessionID)
+	var f *envelope.Frame
+	if s != nil && !r.Notify {
+		f = answerFrame(r, route)
+		if !s.Fits(f) {
+			f = tooLong(r, route, s.Profile.Framer, s.Profile.MaxFrameBytes)
+		}
+	}
+	code := "ok"
+	switch {
+	case f != nil && f.Kind == envelope.Error:
+		code = f.Code
+	case r.Err != nil:
+		code = string(r.Err.Code)
+	}
+	label := route
+	if label == "" {
+		label = strconv.FormatUint(uint64(r.RouteID), 10)
+	}
+	g.m.Request(r.Service, label, code, time.Since(r.Received))
+	switch {
+	case s == nil:
+		if !r.Notify {
+			g.m.DroppedResponses.Inc()
+		}
+	case r.Notify:
+		s.Release()
+	case !s.Answer(f):
+		s.Release() // the session closed meanwhile: nothing will write it
+		g.m.DroppedResponses.Inc()
+	}
+}
+
+// answerFrame is the frame of answer r on route (its name, for the legacy
+// envelopes).
+func answerFrame(r *egress.Response, route string) *envelope.Frame {
+	if r.Err != nil {
+		return &envelope.Frame{Kind: envelope.Error, RouteID: r.RouteID, RequestID: r.RequestID, Route: route,
+			Code: string(r.Err.Code), Message: r.Err.Message}
+	}
+	return &envelope.Frame{Kind: envelope.Response, RouteID: r.RouteID, RequestID: r.RequestID, Route: route, Body: r.Body}
+}
+
+// tooLong replaces an answer longer than the listener's max_frame_bytes
+// (SPEC §3, §7): a response becomes the error resource_exhausted, and an
+// error frame's message is cut until the frame fits.
+func tooLong(r *egress.Response, route string, fr envelope.Framer, max int) *envelope.Frame {
+	f := &envelope.Frame{Kind: envelope.Error, RouteID: r.RouteID, RequestID: r.RequestID, Route: route,
+		Code: string(codes.ResourceExhausted), Message: fmt.Sprintf("the response is longer than max_frame_bytes (%d)", max)}
+	if r.Err != nil {
+		f.Code, f.Message = string(r.Err.Code), r.Err.Message
+	}
+	for n := len(f.Message); n > 0 && fr.FrameSize(f) > max; n /= 2 {
+		f.Message = f.Message[:n/2]
+	}
+	return f
+}

@@ -1,0 +1,158 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/descriptor"
+	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/session"
+)
+
+// routeOf is a frame's route in the descriptor's edge projection, nil when
+// it has none.
+type routeOf = *descriptor.EdgeRoute
+
+// frame takes one request or notify through SPEC §5 (ingress.Admit): the
+// gate of an unauthenticated session first, which may hold the frame back
+// for the answer of an earlier request; then the edge table, whose last
+// row hands it to the session's target.
+func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket) {
+	// Resolve the route first (route_id wins; a legacy frame may name it
+	// instead), so that every error frame, the edge's own included,
+	// carries the route's id and name as the request's answer would.
+	r := p.g.edge.Lookup(f.RouteID)
+	if f.RouteID == 0 && f.Route != "" {
+		r = p.g.edge.LookupName(f.Route)
+	}
+	if r != nil {
+		f.RouteID, f.Route = r.ID, r.Name
+	}
+	if p.gate.Enter() {
+		v := ingress.Hold(ingress.Frame{Route: r, Notify: f.Kind == envelope.Notify, Bucket: bucket, Now: now}, p.s)
+		if v.Code != "" {
+			p.refuse(f, v)
+			return
+		}
+		if p.gate.Push(held{f: f, route: r, at: now}) {
+			p.gate.Release(p.admitHeld) // the gate opened before the frame was queued
+		}
+		return
+	}
+	p.admit(f, r, now, bucket, false)
+}
+
+// admitHeld admits a frame the gate held, now that it may go.
+func (p *peer) admitHeld(h held) {
+	if closed, _ := p.s.Closed(); closed {
+		p.s.Release()
+		return
+	}
+	p.admit(h.f, h.route, h.at, nil, true)
+}
+
+// admit runs the edge table on f against one snapshot of the binding: the
+// auth check, the ref the service sees and the target it goes to agree
+// even when a bind moves the session meanwhile. bucket is nil and holding
+// true for a frame the gate held (its token and slot were taken on
+// arrival).
+func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingress.Bucket, holding bool) {
+	s := p.s
+	b := s.Binding()
+	notify := f.Kind == envelope.Notify
+	claimed := false
+	v := ingress.Admit(ingress.Frame{Route: r, Notify: notify, Authenticated: b.PlayerID != "", Bucket: bucket,
+		Now: now, Holding: holding}, s, func() *codes.Error {
+		in := &ingress.ClientIngress{
+			Client: ingress.ClientContext{
+				Ref:        b.Ref(s.ID),
+				Route:      r.Name,
+				RouteID:    r.ID,
+				RemoteAddr: s.RemoteAddr,
+			},
+			Body:     f.Body,
+			Codec:    p.l.profile.CodecKey,
+			Unwrap:   p.l.unwrap,
+			Received: now,
+		}
+		if !notify {
+			in.Client.RequestID = f.RequestID
+			if b.PlayerID == "" {
+				// Until its answer is written, the session's next frames
+				// wait (SPEC §5).
+				p.gate.Claim()
+				claimed = true
+			}
+		}
+		return p.g.svc.Deliver(b.Target, in)
+	})
+	if v.Code == "" {
+		return
+	}
+	if claimed {
+		p.gate.Release(p.admitHeld) // refused: no answer will open the gate
+	}
+	p.refuse(f, v)
+}
+
+// answered is the session's Answered hook: a request's answer goes out,
+// so the frames the gate held may go.
+func (p *peer) answered(*session.Session) {
+	if p.gate.Busy() {
+		p.gate.Release(p.admitHeld)
+	}
+}
+
+// refuse acts on a frame no service will see: it is counted; a request
+// over a limit gets an error frame (a notify never does); a drop of the
+// descriptor rows is logged at warn, at most once per session, reason and
+// second (SPEC §5: "drop, warn, count"); a flood closes the session.
+func (p *peer) refuse(f *envelope.Frame, v ingress.Verdict) {
+	g := p.g
+	g.m.EdgeDropped.WithLabelValues(v.Code.Reason()).Inc()
+	if v.Limit != "" {
+		g.m.LimitsHit.WithLabelValues(v.Limit).Inc()
+	}
+	if v.Answer && f.Kind == envelope.Request {
+		e := &envelope.Frame{Kind: envelope.Error, RouteID: f.RouteID, RequestID: f.RequestID, Route: f.Route,
+			Code: string(v.Code), Message: v.Message}
+		if !p.s.Refuse(e) {
+			p.slowConsumer()
+		}
+	}
+	if v.Flood {
+		p.s.Close(session.RateLimited, rateLimitedNotice())
+	}
+	if v.Warn && p.warn(v.Code) {
+		// Never the body: it is the client's and may be anything.
+		g.log.Warn("frame dropped at the edge", "session_id", p.s.ID, "player_id", playerAttr(p.s.Binding().PlayerID),
+			"route_id", f.RouteID, "route", truncate(f.Route, 64), "reason", v.Code.Reason())
+	}
+}
+
+// warn reports whether a drop for code may be logged now: at most once
+// per session, reason and second.
+func (p *peer) warn(code codes.Code) bool {
+	sec := time.Now().Unix()
+	p.warnMu.Lock()
+	defer p.warnMu.Unlock()
+	if p.warned[code] == sec {
+		return false
+	}
+	if p.warned == nil {
+		p.warned = map[codes.Code]int64{} // most sessions never need it
+	}
+	p.warned[code] = sec
+	return true
+}
+
+// slowConsumer closes a session whose queue cannot take a frame it is
+// owed: the client neither reads nor keeps to its limits.
+func (p *peer) slowConsumer() {
+	if closed, _ := p.s.Closed(); closed {
+		return
+	}
+	p.g.m.LimitsHit.WithLabelValues("outbound_queue").Inc()
+	p.s.Close(session.SlowConsumer, nil)
+}

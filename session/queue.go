@@ -1,0 +1,155 @@
+package session
+
+import (
+	"sync"
+
+	"github.com/shieldrpc/shield/envelope"
+)
+
+// itemKind is what a queued frame is, which decides the bound it counts
+// against (SPEC §7: pushes are bounded by outbound_queue and
+// outbound_queue_bytes; each request's one answer, notices and status
+// frames always find room; a heartbeat echo finds room unless an earlier
+// one waits).
+type itemKind uint8
+
+const (
+	itemPush    itemKind = iota + 1 // a push: outbound_queue, outbound_queue_bytes
+	itemAnswer                      // a service's answer: holds its request's in-flight slot
+	itemRefusal                     // an edge error frame: at most max_inflight + outbound_queue wait
+	itemEcho                        // a heartbeat echo: one at a time
+	itemStatus                      // a status frame: always
+)
+
+// Item is one queued frame and what it counts against.
+type Item struct {
+	Frame *envelope.Frame
+	kind  itemKind
+}
+
+// queue is a session's outbound queue: frames in the order they are to be
+// written, and the counts of what they hold against the bounds. Producers
+// (services' egress, the read loop, timers) never block on it; the write
+// loop takes everything queued at once, and a frame counts against its
+// bound until the write loop says it was written (done), so that a batch
+// stuck in a write to a client that does not read still fills the queue.
+// It outlives a connection: a suspended session keeps queueing (SPEC §4
+// Resume).
+type queue struct {
+	mu        sync.Mutex // guards everything below
+	items     []Item
+	pushes    int  // itemPush entries
+	pushBytes int  // their body bytes
+	refusals  int  // itemRefusal entries
+	echo      bool // an itemEcho entry is queued
+	limits    Limits
+
+	ready chan struct{} // holds one token while items is non-empty
+}
+
+func (q *queue) init(l Limits) {
+	q.limits = l
+	q.ready = make(chan struct{}, 1)
+}
+
+// put queues f as kind, unless the kind's bound is reached.
+func (q *queue) put(f *envelope.Frame, kind itemKind) bool {
+	q.mu.Lock()
+	switch kind {
+	case itemPush:
+		if q.pushes >= q.limits.Outbound || q.pushBytes+len(f.Body) > q.limits.OutboundBytes {
+			q.mu.Unlock()
+			return false
+		}
+		q.pushes++
+		q.pushBytes += len(f.Body)
+	case itemRefusal:
+		if q.refusals >= q.limits.MaxInflight+q.limits.Outbound {
+			q.mu.Unlock()
+			return false
+		}
+		q.refusals++
+	case itemEcho:
+		if q.echo {
+			q.mu.Unlock()
+			return false
+		}
+		q.echo = true
+	}
+	q.items = append(q.items, Item{Frame: f, kind: kind})
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// putFirst queues f ahead of everything else (the session.resumed status
+// that a resumed connection must see first).
+func (q *queue) putFirst(f *envelope.Frame) {
+	q.mu.Lock()
+	q.items = append(q.items, Item{})
+	copy(q.items[1:], q.items)
+	q.items[0] = Item{Frame: f, kind: itemStatus}
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// requeue puts items taken by take back at the head, in order; they were
+// never done, so they still count.
+func (q *queue) requeue(items []Item) {
+	if len(items) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.items = append(append(make([]Item, 0, len(items)+len(q.items)), items...), q.items...)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take appends every queued item to batch and empties the queue; what was
+// taken counts against the bounds until done.
+func (q *queue) take(batch []Item) []Item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch = append(batch, q.items...)
+	clear(q.items)
+	if cap(q.items) > 1024 {
+		q.items = nil // a burst should not pin its backing array
+	} else {
+		q.items = q.items[:0]
+	}
+	return batch
+}
+
+// done stops counting items that take gave out: they were written, or
+// dropped with their connection.
+func (q *queue) done(items []Item) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, it := range items {
+		switch it.kind {
+		case itemPush:
+			q.pushes--
+			q.pushBytes -= len(it.Frame.Body)
+		case itemRefusal:
+			q.refusals--
+		case itemEcho:
+			q.echo = false
+		}
+	}
+}
+
+// len is the number of queued items.
+func (q *queue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}

@@ -1,0 +1,150 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/envelope"
+)
+
+// Resume (SPEC §4, session.resume_window > 0): a bound session whose
+// connection ends with a resumable reason is suspended instead of closed.
+// It keeps its binding, id and epoch (every ClientRef to it stays valid)
+// and its outbound queue, which goes on accepting answers and pushes
+// within its bounds; a new connection that presents the session's resume
+// token takes it over. A session not resumed within the window closes
+// with the reason its connection ended with.
+
+// Attachment is one connection's hold on its session. Gone is closed when
+// the session no longer belongs to that connection: it was suspended (the
+// connection is ending anyway) or another connection took it over (the
+// old connection must close without a notice).
+type Attachment struct {
+	gone chan struct{}
+}
+
+// Gone is closed when the attachment ends.
+func (a *Attachment) Gone() <-chan struct{} { return a.gone }
+
+func newAttachment() *Attachment { return &Attachment{gone: make(chan struct{})} }
+
+// resumeWait is a suspended session's timer and the reason it closes with
+// when the timer fires.
+type resumeWait struct {
+	timer  *time.Timer
+	reason Reason
+}
+
+// Attachment returns the current connection's attachment, nil while the
+// session is suspended.
+func (s *Session) Attachment() *Attachment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.att
+}
+
+// Attached reports whether a is the session's current attachment.
+func (s *Session) Attached(a *Attachment) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.att == a && !s.closed
+}
+
+// Suspended reports whether the session is (or was, when it closed)
+// waiting for a resume.
+func (s *Session) Suspended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.suspended
+}
+
+// Suspend detaches a from the session and keeps the session for window:
+// if no connection resumes it by then, it closes with reason r. It
+// reports false (and does nothing) when a is not the current attachment
+// or the session closed: the caller then closes as usual.
+func (s *Session) Suspend(a *Attachment, r Reason, window time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.att != a || s.suspended {
+		return false
+	}
+	s.suspended = true
+	s.att = nil
+	close(a.gone)
+	s.resumeWait = &resumeWait{reason: r}
+	s.resumeWait.timer = time.AfterFunc(window, func() { s.Close(r, nil) })
+	return true
+}
+
+// tokenBytes is the resume token's randomness: 128 bits (SPEC §4).
+const tokenBytes = 16
+
+// maxTokenNode bounds the node name a token carries, so a token stays
+// within SPEC's 128 characters.
+const maxTokenNode = 128 - 2*tokenBytes - 1
+
+// IssueToken gives s a fresh resume token, which voids its previous one,
+// and returns it. The token is 32 hex digits of randomness, then ".", then
+// the gateway's node name (cut to fit 128 characters), so that a node can
+// tell its own tokens from another's.
+func (t *Registry) IssueToken(s *Session, gateway string) string {
+	var b [tokenBytes]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	if len(gateway) > maxTokenNode {
+		gateway = gateway[:maxTokenNode]
+	}
+	tok := hex.EncodeToString(b[:]) + "." + gateway
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ""
+	}
+	if s.token != "" && t.byToken[s.token] == s {
+		delete(t.byToken, s.token)
+	}
+	s.token = tok
+	t.byToken[tok] = s
+	return tok
+}
+
+// Resume hands the session named by token to a new connection. A
+// suspended session is resumed (suspended reports true); a live one is
+// taken over: its old attachment's Gone closes, and its old connection
+// must end without a notice. The token is spent either way: the caller
+// issues a new one. An unknown, used or expired token is
+// client_rpc.session_not_found.
+func (t *Registry) Resume(token string) (s *Session, a *Attachment, suspended bool, err *codes.Error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s = t.byToken[token]
+	if s == nil {
+		return nil, nil, false, codes.New(codes.SessionNotFound, "unknown or expired resume token")
+	}
+	delete(t.byToken, token)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.token = ""
+	if s.closed {
+		return nil, nil, false, codes.New(codes.SessionNotFound, "the session has ended")
+	}
+	suspended = s.suspended
+	if suspended {
+		s.suspended = false
+		if s.resumeWait != nil {
+			s.resumeWait.timer.Stop()
+			s.resumeWait = nil
+		}
+	} else if s.att != nil {
+		close(s.att.gone)
+	}
+	s.att = newAttachment()
+	return s, s.att, suspended, nil
+}
+
+// Resumed queues the session.resumed status frame ahead of everything the
+// session queued while suspended, so the new connection reads it first.
+func (s *Session) Resumed(f *envelope.Frame) { s.out.putFirst(f) }
