@@ -6,7 +6,7 @@
 import {
   decodeMessage,
   encodeMessage,
-  encodeStreamFrame,
+  frameMessage,
   maxRequestId,
   StreamDecoder,
   utf8,
@@ -498,7 +498,7 @@ export class Client {
     if (size > this.#o.maxFrameBytes) {
       throw new RangeError(`frame of ${size} bytes above maxFrameBytes ${this.#o.maxFrameBytes}`);
     }
-    return stream ? encodeStreamFrame(this.#o.envelope, f) : msg;
+    return stream ? frameMessage(msg) : msg;
   }
 
   /** Removes a pending call and its timer and listener; returns it. */

@@ -136,7 +136,11 @@ export function encodeMessage(env: EnvelopeName, f: OutFrame): Uint8Array | stri
 
 /** Encodes one frame with its stream framing, as TCP carries it. */
 export function encodeStreamFrame(env: EnvelopeName, f: OutFrame): Uint8Array {
-  const msg = encodeMessage(env, f);
+  return frameMessage(encodeMessage(env, f));
+}
+
+/** Adds the stream framing to a message: a u32 length before bytes, a newline after a delimiter wrapper. */
+export function frameMessage(msg: Uint8Array | string): Uint8Array {
   if (typeof msg === 'string') return utf8(msg + '\n');
   const out = new Uint8Array(4 + msg.length);
   new DataView(out.buffer).setUint32(0, msg.length);
