@@ -1,6 +1,10 @@
 // The client against the fake gateway: every frame kind, over TCP and
 // WebSocket, each envelope; the gateway closing mid-call; malformed frames.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import {
   AbortError,
@@ -352,6 +356,20 @@ describe('websocket details', () => {
     assert.equal(((await p) as string).length, 70_000);
   });
 
+  test('a control frame between the fragments of a message', async (t) => {
+    const { c, s } = await setup(t, 'ws', 'idlen');
+    const p = c.call(1);
+    const f = await s.next();
+    const msg = idlenMessage(1, f.rid, '{"split":true}');
+    s.sendWsFrame(wsFrame(2, msg.subarray(0, 5), false));
+    s.ping('mid');
+    s.sendWsFrame(wsFrame(0, msg.subarray(5, 9), false));
+    s.sendWsFrame(wsFrame(0, msg.subarray(9), true));
+    assert.deepEqual(await p, { split: true });
+    await until(() => s.pongs.length === 1);
+    assert.equal(s.pongs[0]!.toString(), 'mid');
+  });
+
   test('the app closing sends a close frame', async (t) => {
     const { c, s } = await setup(t, 'ws', 'idlen');
     await c.close();
@@ -365,6 +383,42 @@ describe('websocket details', () => {
     s.end(1001);
     await assert.rejects(p, (e: unknown) => e instanceof ClosedError && /1001/.test(String((e.cause as Error)?.message)));
   });
+});
+
+/** A self-signed certificate for 127.0.0.1, made with openssl; undefined without it. */
+function selfSigned(): { key: string; cert: string } | undefined {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'shield-ts-tls-'));
+  try {
+    const r = spawnSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+        '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')],
+      { encoding: 'utf8' },
+    );
+    if (r.status !== 0) return undefined;
+    return { key: readFileSync(path.join(dir, 'key.pem'), 'utf8'), cert: readFileSync(path.join(dir, 'cert.pem'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('TLS', () => {
+  const pair = selfSigned();
+  for (const transport of ['tcp', 'ws'] as const) {
+    test(`${transport} over TLS, verified against the gateway's CA`, { skip: pair ? false : 'no openssl to make a certificate' }, async (t) => {
+      const gw = await FakeGateway.start(transport, 'idlen', pair!);
+      assert.match(gw.url, transport === 'tcp' ? /^tls:/ : /^wss:/);
+      t.after(() => gw.close());
+      await assert.rejects(connect({ url: gw.url, reconnect: false }), (e: any) => /self[- ]signed/i.test(String(e.message ?? e.code)));
+      const c = await connect({ url: gw.url, heartbeatMs: 0, reconnect: false, tls: { ca: pair!.cert } });
+      t.after(() => c.close());
+      const s = await gw.accept();
+      const p = c.call(1001, { user: 'tls' });
+      const f = await s.next();
+      s.send({ kind: 'response', route: 1001, rid: f.rid, body: '{"ok":true}' });
+      assert.deepEqual(await p, { ok: true });
+    });
+  }
 });
 
 describe('malformed frames close the connection and reach the close handler', () => {

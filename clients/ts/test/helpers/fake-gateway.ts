@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import net from 'node:net';
+import tls from 'node:tls';
 
 export type Env = 'idlen' | 'typelen' | 'lenprefix' | 'delimiter';
 export type Transport = 'tcp' | 'ws';
@@ -371,14 +372,20 @@ export class FakeGateway {
   upgradeStatus = 101;
   #accepted = new Queue<ServerConn>();
 
-  private constructor(transport: Transport, env: Env) {
+  readonly secure: boolean;
+
+  private constructor(transport: Transport, env: Env, tlsOptions?: tls.TlsOptions) {
     this.transport = transport;
     this.env = env;
-    this.server = net.createServer((sock) => this.#onSocket(sock));
+    this.secure = tlsOptions !== undefined;
+    this.server = tlsOptions
+      ? tls.createServer(tlsOptions, (sock) => this.#onSocket(sock))
+      : net.createServer((sock) => this.#onSocket(sock));
   }
 
-  static async start(transport: Transport, env: Env): Promise<FakeGateway> {
-    const g = new FakeGateway(transport, env);
+  /** Listens on a free port; with tlsOptions, over TLS. */
+  static async start(transport: Transport, env: Env, tlsOptions?: tls.TlsOptions): Promise<FakeGateway> {
+    const g = new FakeGateway(transport, env, tlsOptions);
     await new Promise<void>((resolve) => g.server.listen(0, '127.0.0.1', resolve));
     return g;
   }
@@ -388,7 +395,8 @@ export class FakeGateway {
   }
 
   get url(): string {
-    return this.transport === 'tcp' ? `tcp://127.0.0.1:${this.port}` : `ws://127.0.0.1:${this.port}/ws`;
+    const scheme = this.transport === 'tcp' ? (this.secure ? 'tls' : 'tcp') : this.secure ? 'wss' : 'ws';
+    return `${scheme}://127.0.0.1:${this.port}${this.transport === 'ws' ? '/ws' : ''}`;
   }
 
   /** The next connection (after its WebSocket upgrade). */
