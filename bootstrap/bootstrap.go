@@ -25,6 +25,9 @@ type Report struct {
 	Config  *config.Config
 	Table   *descriptor.Table
 	Runtime *service.Runtime
+	// Schemas are the JSON Schemas routes are validated against; nil
+	// without network.schemas_dir (or without a json listener).
+	Schemas *codec.Schemas
 }
 
 // Close releases the VMs of a runtime that was never started.
@@ -80,7 +83,7 @@ func Compile(path string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Report{Config: cfg, Table: table, Runtime: rt}, nil
+	return &Report{Config: cfg, Table: table, Runtime: rt, Schemas: schemas}, nil
 }
 
 // actorSpecs is what the runtime needs to spawn every VM of every actor,

@@ -67,7 +67,7 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 	}
 	gw.Serve()
 	if s.Admin != nil {
-		if p, ok := playTarget(rep, gw); ok {
+		if p, ok := playTarget(rep, gw); ok && rep.Config.Network.Admin.Play {
 			s.Admin.ServePlay(p)
 		}
 		s.Admin.SetReady(true)
@@ -75,7 +75,8 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// playTarget picks the ws listener the browser client at /play/ plays on:
+// playTarget picks the ws listener the browser client at /play/ plays on
+// (with network.admin.play: true, SPEC §9):
 // the first with the json body and an envelope the page speaks, delimiter
 // preferred (text messages are the simplest for JavaScript), else idlen.
 // Without one there is no /play/.
@@ -110,17 +111,39 @@ func (s *Server) closeAdmin() {
 	}
 }
 
-// Stop drains: it stops accepting, serves live sessions until they leave
-// or the config's shutdown_grace ends (or ctx, whichever is first), closes
-// the rest with a gateway.draining notice, delivers every Disconnected, then
-// runs every VM's stop and ends the services.
+// Stop drains (SPEC §9): readiness goes false, the listeners stop
+// accepting, every live session gets the gateway.drain_started status and
+// every VM's draining hook runs; live sessions are served until they have
+// left and no run is in flight, or the config's shutdown_grace ends (or
+// ctx, whichever is first); then the rest get the gateway.draining notice
+// and are closed, every Disconnected is delivered, and every VM's stop
+// runs before the services end.
 func (s *Server) Stop(ctx context.Context) error {
 	if s.Admin != nil {
 		s.Admin.SetReady(false)
 	}
 	grace, cancel := context.WithTimeout(ctx, s.shutdown)
 	defer cancel()
-	s.Gateway.Shutdown(grace)
+	s.Gateway.StopAccepting()
+	hooked := make(chan error, 1)
+	go func() { hooked <- s.Runtime.Hook(grace, "draining") }()
+	draining := true
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for draining || !s.Gateway.Idle() || s.Runtime.Busy() > 0 {
+		select {
+		case err := <-hooked:
+			draining = false
+			if err != nil {
+				s.log.Warn("draining hook failed", "error", err)
+			}
+		case <-grace.Done():
+			break wait
+		case <-tick.C:
+		}
+	}
+	s.Gateway.CloseAll()
 	// Disconnected messages are on the control lanes now; stop is queued
 	// behind them, so every client_disconnected runs before stop.
 	stopCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)

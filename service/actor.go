@@ -24,7 +24,7 @@ type actor struct {
 	armedAt  time.Time
 	done     chan struct{} // closed when the loop has returned
 	dead     atomic.Bool   // the VM could not be replaced: the actor serves nothing
-	busy     atomic.Int32  // the VM's suspended tasks and pending operations, after each step
+	busy     atomic.Int32  // the VM's suspended tasks (runs in flight), after each step
 }
 
 func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {
@@ -142,8 +142,8 @@ func (a *actor) safely(f func(vm *luavm.VM)) {
 	defer func() {
 		r := recover()
 		if r == nil && !vm.Crashed() {
-			tasks, pending := vm.Busy()
-			a.busy.Store(int32(tasks + pending))
+			tasks, _ := vm.Busy()
+			a.busy.Store(int32(tasks))
 			return
 		}
 		if r != nil {

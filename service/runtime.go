@@ -230,8 +230,9 @@ func (rt *Runtime) Hook(ctx context.Context, name string) error {
 	return errors.Join(errs...)
 }
 
-// Busy reports the runs in flight in every VM (suspended tasks and
-// pending calls and timers), which a drain waits for.
+// Busy reports the runs in flight in every VM (tasks suspended in a call,
+// a sleep or a bind) and the messages waiting for one, which a drain
+// waits for. Timers not yet due are not runs.
 func (rt *Runtime) Busy() int {
 	n := 0
 	for _, actors := range rt.services {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/shieldrpc/shield/bootstrap"
+	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
 )
@@ -38,7 +39,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer rep.Close()
-	printTable(stdout, rep.Config, rep.Table)
+	printTable(stdout, rep.Config, rep.Table, rep.Schemas)
 	vms := rep.Runtime.VMs("")
 	fmt.Fprintf(stdout, "\n%s: ok: %d routes, %d actors, %d VMs compiled\n", *file, rep.Table.Len(), len(rep.Config.Actors), vms)
 	return 0
@@ -46,13 +47,13 @@ func check(args []string, stdout, stderr io.Writer) int {
 
 // printTable prints the descriptor table, one route a line, with the body
 // codec a request is decoded with and the schema (a JSON Schema name or a
-// protobuf message) it is checked against.
-func printTable(w io.Writer, cfg *config.Config, t *descriptor.Table) {
+// protobuf message) it is checked against, for the routes that have one.
+func printTable(w io.Writer, cfg *config.Config, t *descriptor.Table, schemas *codec.Schemas) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tDIRECTION\tOWNER\tBINDING\tREQUIRES_AUTH\tACTION\tCODEC\tSCHEMA")
 	for _, r := range t.Routes() {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\n", r.ID, dash(r.Name), r.Direction, r.Owner, r.Binding,
-			r.RequiresAuth, r.Action, routeCodec(cfg, &r), dash(routeSchema(cfg, &r)))
+			r.RequiresAuth, r.Action, routeCodec(cfg, &r), dash(routeSchema(cfg, &r, schemas)))
 	}
 	tw.Flush()
 }
@@ -65,9 +66,9 @@ func dash(s string) string {
 }
 
 // routeCodec is how a request on r reaches its handler: the listeners' body
-// codecs, or raw when the route asks for the bytes.
+// codecs, or raw when the route asks for the bytes (codec.RequestOf).
 func routeCodec(cfg *config.Config, r *descriptor.Route) string {
-	if r.Action == config.ForwardRaw || (r.RequestCodec != "" && r.RequestCodec != "json") {
+	if codec.RequestOf(r) == codec.RequestRaw {
 		return "raw"
 	}
 	seen := map[string]bool{}
@@ -84,19 +85,18 @@ func routeCodec(cfg *config.Config, r *descriptor.Route) string {
 	return out
 }
 
-// routeSchema is the schema type name of SPEC §2: request_schema, else the
-// route's name; shown only when something checks it (schemas_dir or a
-// protobuf listener).
-func routeSchema(cfg *config.Config, r *descriptor.Route) string {
-	checked := cfg.Network.SchemasDir != ""
+// routeSchema is the schema type name of SPEC §2 (request_schema, else the
+// route's name), shown only for a route that has one: a JSON Schema file
+// that validates it, or, with a protobuf listener, the message its bodies
+// are encoded with.
+func routeSchema(cfg *config.Config, r *descriptor.Route, schemas *codec.Schemas) string {
+	if schemas.Has(r.ID) {
+		return codec.SchemaName(r)
+	}
 	for _, l := range cfg.Network.Listeners {
-		checked = checked || l.Protocol.Body == "protobuf"
+		if l.Protocol.Body == "protobuf" && codec.UsesListener(r) {
+			return codec.SchemaName(r)
+		}
 	}
-	if !checked {
-		return ""
-	}
-	if r.RequestSchema != "" {
-		return r.RequestSchema
-	}
-	return r.Name
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
 )
@@ -36,6 +37,12 @@ func routesCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %d error(s)\n", *file, len(errs))
 		return 1
 	}
-	printTable(stdout, cfg, table)
+	// Schemas need no VM: compile them for the SCHEMA column when they
+	// compile (check reports the ones that do not).
+	var schemas *codec.Schemas
+	if cfg.Network.SchemasDir != "" {
+		schemas, _ = codec.NewSchemas(cfg.Network.SchemasDir, table.Routes())
+	}
+	printTable(stdout, cfg, table, schemas)
 	return 0
 }

@@ -35,6 +35,10 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// SIGHUP never stops the process (SPEC §9): it asks for a reload.
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
 
 	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	srv, err := bootstrap.Start(startCtx, *file, bootstrap.Options{Logger: log})
@@ -59,7 +63,14 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	sig := <-sigs
+	var sig os.Signal
+	for sig == nil {
+		select {
+		case sig = <-sigs:
+		case <-hups:
+			reload(srv, log)
+		}
+	}
 	log.Info("draining", "signal", sig.String(), "shutdown_grace", srv.Report.Config.Session.ShutdownGrace.String())
 	done := make(chan error, 1)
 	go func() { done <- srv.Stop(context.Background()) }()
@@ -74,6 +85,12 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		log.Error("second signal during the drain; exiting now", "signal", sig.String())
 		return 1
 	}
+}
+
+// reload handles SIGHUP. Hot reload is not built yet (SPEC §12): until it
+// is, the signal is logged and nothing changes, and the process goes on.
+func reload(_ *bootstrap.Server, log *slog.Logger) {
+	log.Warn("SIGHUP: reload is not available in this build; nothing changed (restart to change the config)")
 }
 
 func newLogger(w io.Writer, c config.Log, text bool) *slog.Logger {
