@@ -18,7 +18,7 @@ import (
 // keeps state that a fresh VM does not have.
 const crashy = `local M = {}
 local counter = 0
-function M.init(ctx) shield.log.info("init ran", "instance", ctx.instance) end
+function M.init(ctx) shield.log.info("init ran", "inst", ctx.instance) end
 function M.push(ctx, client, req) shield.client_rpc.note(client, "panic") return "survived" end
 function M.bind(ctx, client, req) shield.client.bind(client, "panic", "a") return "survived" end
 function M.pcall_bind(ctx, client, req) local ok = pcall(shield.client.bind, client, "panic", "a") return "survived" end
