@@ -89,17 +89,40 @@ func TestBroadcastPastASlowMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// Fill m0's queue first: its kernel buffers, then its 64 frames.
-	var flood struct {
+	// Fill m0's queue first: its kernel buffers, then its 64 frames. A
+	// refused push alone does not say the queue will stay full: it only
+	// says the flood outran m0's writer, which may still be moving frames
+	// into kernel buffers of any size, and would then make room for the
+	// broadcast. The queue stays full once the writer is blocked on a full
+	// socket: poll until a push of the broadcast's size is refused at once,
+	// after the writer has had a poll's interval to drain (or m0 is gone:
+	// write_timeout closed it, refused all the same). Only the count of
+	// pushes depends on the kernel's buffers.
+	type floodResult struct {
 		Sent int    `json:"sent"`
 		Code string `json:"code"`
 	}
+	var flood, topUp floodResult
 	if err := c.Call(ctx, 3, map[string]int{"member": 1, "size": 32 << 10, "max": 10000}, &flood); err != nil {
 		t.Fatal(err)
 	}
 	if flood.Code != "client_rpc.queue_full" {
 		t.Fatalf("flooding the slow member: %+v", flood)
 	}
+	topped, polls := 0, 0
+	wiretest.Eventually(t, "the slow member's queue full and its writer blocked", func() bool {
+		polls++
+		if err := c.Call(ctx, 3, map[string]int{"member": 1, "size": size, "max": 10000}, &topUp); err != nil {
+			t.Fatal(err)
+		}
+		if topUp.Code != "client_rpc.queue_full" && topUp.Code != "client_rpc.session_not_found" {
+			t.Fatalf("topping up the slow member's queue: %+v", topUp)
+		}
+		topped += topUp.Sent
+		// The first poll follows the flood at once; a later one
+		// follows a refusal by a poll's interval.
+		return topUp.Sent == 0 && polls > 1
+	})
 	var got struct {
 		Accepted int                       `json:"accepted"`
 		Rejected map[string]map[string]int `json:"rejected"`
@@ -114,8 +137,8 @@ func TestBroadcastPastASlowMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	t.Logf("slow member full after %d pushes of 32 KiB; %d broadcasts of %d B to %d members in %v: %d accepted; the slow member refused %v; %d of %d others got all",
-		flood.Sent, count, size, members, took, got.Accepted, got.Rejected["m0"], complete.Load(), members-1)
+	t.Logf("slow member full after %d pushes of 32 KiB and %d of %d B (%s); %d broadcasts of %d B to %d members in %v: %d accepted; the slow member refused %v; %d of %d others got all",
+		flood.Sent, topped, size, topUp.Code, count, size, members, took, got.Accepted, got.Rejected["m0"], complete.Load(), members-1)
 	if complete.Load() != members-1 {
 		t.Fatalf("%d of %d readers got every push", complete.Load(), members-1)
 	}

@@ -125,17 +125,17 @@ func TestEgressQueueFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := e.EgressRejected("queue_full")
-	started := time.Now()
 	res := pushTo(t, pusher, v, map[string]any{"size": 32 << 10, "count": 1000})
 	if res.Last != string(codes.QueueFull) || res.Sent < 4 {
 		t.Fatalf("push flood: %+v, want queue_full after the queue and the socket filled", res)
 	}
-	if el := time.Since(started); el > 4*time.Second { // write_timeout is 5s
-		t.Fatalf("the flood took %v: a push must never wait for the client", el)
-	}
 	if got := e.EgressRejected("queue_full"); got != before+1 {
 		t.Fatalf("egress_rejected{queue_full} %v -> %v", before, got)
 	}
+	// No push waited for the client, and that needs no clock: the victim
+	// never reads, so a push that waited for room would have waited until
+	// write_timeout closed the session, and been refused as
+	// session_not_found, not queue_full; and the session is still there.
 	if e.Srv.Gateway.Sessions().Get(v.SessionID) == nil {
 		t.Fatal("the session was closed before write_timeout")
 	}

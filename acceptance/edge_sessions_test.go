@@ -143,12 +143,11 @@ func TestDrain(t *testing.T) {
 		nc.Close()
 		return false
 	})
-	// ... but the live session is still served during the grace.
+	// ... but the live session is still served during the grace: an
+	// answer proves it (once the grace ends the session is closed, and
+	// the call would fail), whatever the clock says.
 	var echoed json.RawMessage
 	call(t, c, rEcho, map[string]int{"n": 1}, &echoed)
-	if el := time.Since(started); el > 1800*time.Millisecond {
-		t.Fatalf("the grace check took %v: too slow to tell", el)
-	}
 
 	select {
 	case code := <-notices:

@@ -89,6 +89,28 @@ func probe(t testing.TB, addr, user string) time.Duration {
 	return time.Since(start)
 }
 
+// probeUntil probes addr, each probe a fresh session, until one is
+// answered within probeLimit or patience has passed, and returns the
+// fastest probe's latency and how many probes it took. It is a poll with a
+// deadline, for a load that lasts while it polls: one slow probe on a busy
+// machine (this process or the gateway off the CPU for a moment) is noise,
+// but a gateway that answers no probe within probeLimit for the whole
+// deadline fails.
+func probeUntil(t testing.TB, addr, user string) (best time.Duration, probes int) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		probes++
+		lat := probe(t, addr, fmt.Sprintf("%s-%d", user, probes))
+		if probes == 1 || lat < best {
+			best = lat
+		}
+		if best <= probeLimit || time.Now().After(deadline) {
+			return best, probes
+		}
+	}
+}
+
 // dialMany opens n connections with at most 256 dials at once.
 func dialMany(t testing.TB, addr string, n int) []net.Conn {
 	t.Helper()
@@ -141,13 +163,14 @@ func TestFloodConnections(t *testing.T) {
 	dialMany(t, game, n)
 	wiretest.Eventually(t, "5,000 sessions", func() bool { return scrape(t, admin, "shield_sessions") >= n })
 	opened := time.Since(start)
-	lat := probe(t, game, "probe")
+	// The connections stay held while the probes poll.
+	lat, probes := probeUntil(t, game, "probe")
 	rss := scrape(t, admin, "process_resident_memory_bytes")
 	heap := scrape(t, admin, "go_memstats_heap_inuse_bytes")
-	t.Logf("%d connections held after %v; probe answered in %v; RSS %.1f -> %.1f MiB (%.1f KiB/session), heap in use %.1f MiB",
-		n, opened, lat, rss0/(1<<20), rss/(1<<20), (rss-rss0)/1024/n, heap/(1<<20))
+	t.Logf("%d connections held after %v; probe answered in %v (best of %d); RSS %.1f -> %.1f MiB (%.1f KiB/session), heap in use %.1f MiB",
+		n, opened, lat, probes, rss0/(1<<20), rss/(1<<20), (rss-rss0)/1024/n, heap/(1<<20))
 	if lat > probeLimit {
-		t.Errorf("probe took %v, over %v", lat, probeLimit)
+		t.Errorf("no probe answered within %v in %v: the fastest of %d took %v", probeLimit, patience, probes, lat)
 	}
 	if per := (rss - rss0) / n; per > 64<<10 {
 		t.Errorf("%.1f KiB per idle session", per/1024)
@@ -156,6 +179,8 @@ func TestFloodConnections(t *testing.T) {
 
 // TestFloodOneConnection: one connection writes 100,000 frames as fast as
 // it can; the rate limit drops them, counted, and a probe is still served.
+// The flood goes on until the probes are done, so that every probe runs
+// during it however long they take.
 func TestFloodOneConnection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a flood")
@@ -170,30 +195,44 @@ func TestFloodOneConnection(t *testing.T) {
 	}
 	start := time.Now()
 	var wrote sync.WaitGroup
+	var written atomic.Int64
+	probed := make(chan struct{})
 	wrote.Add(1)
 	go func() {
 		defer wrote.Done()
-		for i := 0; i < frames/1000; i++ {
+		for i := 0; ; i++ {
+			if i >= frames/1000 {
+				select {
+				case <-probed:
+					return
+				default:
+				}
+			}
 			if _, err := nc.Write(buf); err != nil {
 				return
 			}
+			written.Add(1000)
 		}
 	}()
-	lat := probe(t, game, "probe")
+	lat, probes := probeUntil(t, game, "probe")
+	close(probed)
 	wrote.Wait()
+	sent := written.Load()
 	wiretest.Eventually(t, "every frame accounted for", func() bool {
 		return scrape(t, admin, `shield_edge_dropped_total{reason="rate_limited"}`)+
-			scrape(t, admin, `shield_edge_dropped_total{reason="not_authenticated"}`) >= frames
+			scrape(t, admin, `shield_edge_dropped_total{reason="not_authenticated"}`) >= float64(sent)
 	})
 	took := time.Since(start)
 	limited := scrape(t, admin, `shield_edge_dropped_total{reason="rate_limited"}`)
-	t.Logf("%d frames absorbed in %v (%.0f frames/s); %v rate-limited; probe answered in %v; RSS %.1f MiB",
-		frames, took, frames/took.Seconds(), limited, lat, scrape(t, admin, "process_resident_memory_bytes")/(1<<20))
-	if limited < frames-1000 {
-		t.Errorf("only %v frames were rate-limited", limited)
+	t.Logf("%d frames absorbed in %v (%.0f frames/s); %v rate-limited; probe answered in %v (best of %d); RSS %.1f MiB",
+		sent, took, float64(sent)/took.Seconds(), limited, lat, probes, scrape(t, admin, "process_resident_memory_bytes")/(1<<20))
+	// What the limit lets through: its burst, then per_second for as
+	// long as the flood lasted.
+	if passed := float64(sent) - limited; passed > 400+200*took.Seconds()+1000 {
+		t.Errorf("%v of %d frames got past the rate limit in %v", passed, sent, took)
 	}
 	if lat > probeLimit {
-		t.Errorf("probe took %v, over %v", lat, probeLimit)
+		t.Errorf("no probe answered within %v in %v: the fastest of %d took %v", probeLimit, patience, probes, lat)
 	}
 }
 
@@ -208,6 +247,7 @@ func TestLoginStorm(t *testing.T) {
 	const n = 2000
 	conns := dialMany(t, game, n)
 	var ok, busy, other atomic.Int64
+	var lastAnswer atomic.Int64 // unix ns of the storm's last answer
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i, c := range conns {
@@ -220,6 +260,11 @@ func TestLoginStorm(t *testing.T) {
 				return
 			}
 			route, _, body, err := readIdlen(bufio.NewReader(c))
+			for now := time.Now().UnixNano(); ; {
+				if last := lastAnswer.Load(); now <= last || lastAnswer.CompareAndSwap(last, now) {
+					break
+				}
+			}
 			switch {
 			case err != nil:
 				other.Add(1)
@@ -233,6 +278,7 @@ func TestLoginStorm(t *testing.T) {
 		}()
 	}
 	lat := probe(t, game, "probe")
+	probed := time.Now()
 	wg.Wait()
 	took := time.Since(start)
 	t.Logf("%d logins answered in %v: %d ok, %d busy, %d other; probe answered in %v; RSS %.1f MiB",
@@ -243,8 +289,13 @@ func TestLoginStorm(t *testing.T) {
 	if got := scrape(t, admin, `shield_edge_dropped_total{reason="busy"}`); got != float64(busy.Load()) {
 		t.Errorf("busy counted %v, answered %d", got, busy.Load())
 	}
-	if lat > probeLimit {
-		t.Errorf("probe took %v, over %v", lat, probeLimit)
+	// The storm is over in a moment, so the probe cannot be repeated
+	// under it: its bound is probeLimit, or on a machine so loaded that
+	// the storm itself outlasts that, the storm: a probe answered before
+	// the storm's last login was served during it, not left until after.
+	if lat > probeLimit && probed.UnixNano() > lastAnswer.Load() {
+		t.Errorf("probe took %v, over %v, and was answered %v after the storm's last login",
+			lat, probeLimit, probed.Sub(time.Unix(0, lastAnswer.Load())))
 	}
 }
 
@@ -271,11 +322,12 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			t.Fatalf("login %d: route %d %s %v", i, route, body, err)
 		}
 	}
-	// Two slow requests in flight on every session, then the signal.
+	// Two slow requests in flight on every session, then the signal, once
+	// every one has started in its service (drain.lua logs each start).
 	for _, c := range conns {
 		c.Write(append(idlenFrame(2, 10, `{"ms":300}`), idlenFrame(2, 11, `{"ms":600}`)...))
 	}
-	time.Sleep(50 * time.Millisecond) // let the requests reach the services
+	wiretest.Eventually(t, "every request started", func() bool { return p.count("slow started", nil) == 2*n })
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -110,14 +110,19 @@ func (c *admitted) Close() error {
 // connKey is the context key under which a request finds its connection.
 type connKey struct{}
 
-// newWSServer builds the HTTP server of a ws listener. Its timeouts are the
-// handshake's; they end with the upgrade, when the connection leaves the
-// server (it is hijacked).
+// newWSServer builds the HTTP server of a ws listener. The watchdog of
+// admitListener owns handshake_timeout: it alone closes a connection whose
+// handshakes are late, and counts it. The server's own timeouts (which
+// also bound its TLS handshake) are only a backstop, set well after the
+// watchdog: at handshake_timeout as well, they raced it, and a connection
+// the server closed first was closed uncounted. They end with the upgrade,
+// when the connection leaves the server (it is hijacked).
 func (g *Gateway) newWSServer(l *listener) *http.Server {
+	backstop := 2 * l.cfg.HandshakeTimeout
 	return &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.upgrade(l, w, r) }),
-		ReadHeaderTimeout: l.cfg.HandshakeTimeout,
-		IdleTimeout:       l.cfg.HandshakeTimeout,
+		ReadHeaderTimeout: backstop,
+		IdleTimeout:       backstop,
 		MaxHeaderBytes:    16 << 10, // an upgrade request is a few hundred bytes
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {

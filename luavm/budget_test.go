@@ -18,7 +18,20 @@ function M.relay(ctx, tag)
   shield.log.info("callee deadline", "tag", tag, "deadline", ctx.deadline)
   return shield.call("c", "spin", tag)
 end
-function M.slow(ctx, ms) shield.sleep(ms) return "late" end
+local last = 0 -- the latest deadline (unix ms) of a run of slow
+function M.slow(ctx, ms)
+  if ctx.deadline > last then last = ctx.deadline end
+  shield.sleep(ms)
+  return "late"
+end
+-- settle returns once every run of slow has ended, returned or stopped at
+-- its deadline: its sleep wakes after the latest of those deadlines, and a
+-- VM runs what is due (budgets and sleeps alike) in time order.
+function M.settle(ctx)
+  local wait = last + 2 - shield.now()
+  if wait > 0 then shield.sleep(wait) end
+  return true
+end
 function M.echo(ctx, v) return v end
 return M`
 
@@ -77,6 +90,7 @@ func TestLateReply(t *testing.T) {
 	cases := []luaCase{
 		{name: "slow", body: `return shield.call("b", "slow", req.ms)`},
 		{name: "echo", body: `return shield.call("b", "echo", 1)`},
+		{name: "settle", body: `return shield.call("b", "settle")`},
 	}
 	a, aScript := caseActor("a", "handler_timeout: 200ms", "", cases)
 	w := startWorld(t, map[string]string{
@@ -94,7 +108,11 @@ func TestLateReply(t *testing.T) {
 			t.Fatalf("request %d: %s %v", id, r.Body, r.Err)
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // every late reply has come back
+	// Every late reply has come back once b answers settle: b sent each
+	// of them when its run ended, before this answer, and a handles
+	// replies in the order they come, so any second response a late one
+	// made is recorded before this call's.
+	luatest.Expect(t, w.Ask(t, "a", 3, "{}"), "true", "")
 	for _, id := range ids {
 		if n := len(w.Gateway.Responses(id)); n != 1 {
 			t.Fatalf("request %d: %d responses", id, n)

@@ -104,7 +104,9 @@ func TestTimers(t *testing.T) {
 }
 
 // TestSleepSuspendsOnlyItsTask checks that a sleeping handler lets the VM
-// serve the next request.
+// serve the next request: the quick one is answered while the sleeper
+// sleeps (before its answer; no clock needed for that), and the sleeper
+// sleeps its whole 300 ms (the lower bound is the point).
 func TestSleepSuspendsOnlyItsTask(t *testing.T) {
 	cases := []luaCase{
 		{name: "sleeper", body: `shield.sleep(300) return "slept"`},
@@ -115,11 +117,8 @@ func TestSleepSuspendsOnlyItsTask(t *testing.T) {
 	start := time.Now()
 	slow := w.Send(t, "a", 1, "{}")
 	luatest.Expect(t, w.Ask(t, "a", 2, "{}"), `"quick"`, "")
-	if took := time.Since(start); took > 250*time.Millisecond {
-		t.Fatalf("the quick request waited %v", took)
-	}
 	if len(w.Gateway.Responses(slow)) != 0 {
-		t.Fatal("the sleeper answered early")
+		t.Fatalf("the sleeper answered before the quick request, after %v: the sleep held the VM", time.Since(start))
 	}
 	luatest.Expect(t, w.Await(t, slow), `"slept"`, "")
 	if took := time.Since(start); took < 290*time.Millisecond {

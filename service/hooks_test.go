@@ -17,7 +17,7 @@ local ready = false
 function M.init(ctx)
   shield.sleep(20) -- an init may suspend; Start waits for it
   local name, inst = shield.self()
-  shield.log.info("init", "service", ctx.service, "inst", ctx.instance, "self", name .. "/" .. inst,
+  shield.log.info("init", "ctx_service", ctx.service, "inst", ctx.instance, "self", name .. "/" .. inst,
     "peer", shield.call("b", "echo", "peer up"))
   ready = true
 end
@@ -50,7 +50,7 @@ func TestHooks(t *testing.T) {
 	for _, r := range inits {
 		inst := r["inst"].(float64)
 		seen[inst] = true
-		if r["service"] != "a" || r["instance"] != inst || r["self"] != "a/"+strconv.Itoa(int(inst)) || r["peer"] != "peer up" {
+		if r["service"] != "a" || r["ctx_service"] != "a" || r["instance"] != inst || r["self"] != "a/"+strconv.Itoa(int(inst)) || r["peer"] != "peer up" {
 			t.Fatalf("init record %v", r)
 		}
 	}

@@ -8,6 +8,7 @@ function M.login(ctx, client, req)
 end
 
 function M.slow(ctx, client, req)
+  shield.log.info("slow started", "ms", req.ms)
   shield.sleep(req.ms or 100)
   return { slept = req.ms }
 end

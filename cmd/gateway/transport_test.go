@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -78,12 +79,26 @@ func TestBenchTransports(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, row := range []string{"gateway forward_raw", "gateway ws raw", "gateway tls raw", "gateway wss raw"} {
-		if !strings.Contains(out, row) {
-			t.Errorf("no %q row in:\n%s", row, out)
+	// Every measured row ends in its error count, which must be exactly 0
+	// (a substring test for "errors 1" let 2-9 and 20-99 through).
+	rows := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		m := errorsColumn.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		name, _, _ := strings.Cut(line, "in-flight")
+		rows[strings.TrimSpace(name)] = true
+		if m[1] != "0" {
+			t.Errorf("%s error frames in: %s", m[1], line)
 		}
 	}
-	if strings.Contains(out, "errors 1") {
-		t.Errorf("error frames in:\n%s", out)
+	for _, row := range []string{"baseline echo", "gateway forward_raw", "gateway json", "gateway ws raw", "gateway tls raw", "gateway wss raw"} {
+		if !rows[row] {
+			t.Errorf("no %q row with an error count in:\n%s", row, out)
+		}
 	}
 }
+
+// errorsColumn matches the last column of a bench row, "errors N".
+var errorsColumn = regexp.MustCompile(`\berrors (\d+)$`)

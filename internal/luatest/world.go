@@ -53,7 +53,7 @@ func TryWorld(t testing.TB, files map[string]string, opts Options) (*World, erro
 	testutil.CheckGoroutines(t)
 	dir := t.TempDir()
 	testutil.WriteFiles(t, dir, files)
-	lg := &Logs{}
+	lg := &Logs{t: t}
 	logger := slog.New(slog.NewJSONHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rep, err := bootstrap.Compile(filepath.Join(dir, "actors.yaml"), bootstrap.Options{Logger: logger, Metrics: opts.Metrics})
 	if err != nil {
@@ -77,6 +77,7 @@ func TryWorld(t testing.TB, files map[string]string, opts Options) (*World, erro
 		if err := rt.Stop(ctx); err != nil {
 			t.Errorf("stop: %v", err)
 		}
+		lg.Check() // the runtime is stopped: every line is written
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
