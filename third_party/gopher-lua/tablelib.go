@@ -34,8 +34,10 @@ func tableGetN(L *LState) int {
 	return 1
 }
 
+// tableMaxN is Lua 5.1's table.maxn: the largest positive number key,
+// integer or not (Shield patch: upstream saw only the array part).
 func tableMaxN(L *LState) int {
-	L.Push(LNumber(L.CheckTable(1).MaxN()))
+	L.Push(L.CheckTable(1).maxNumberKey())
 	return 1
 }
 
@@ -93,6 +95,8 @@ func tableInsert(L *LState) int {
 		tbl.Append(L.Get(2))
 		return 0
 	}
+	// Past #t+1 Insert is t[pos] = v: nothing moves and nothing is
+	// allocated for the positions between (Shield patch 1).
 	tbl.Insert(int(L.CheckInt(2)), L.CheckAny(3))
 	return 0
 }

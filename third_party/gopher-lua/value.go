@@ -143,11 +143,24 @@ func (nm LNumber) Format(f fmt.State, c rune) {
 type LTable struct {
 	Metatable LValue
 
-	array   []LValue
+	// array holds the keys 1..len(array). Its last slot is never LNil
+	// (a nil written there shrinks it), so len(array) is a border (#t);
+	// slots between len and cap are LNil or unset. Its capacity only grows:
+	// by appending at len+1, or up to defaultArrayCap (see table.go).
+	array []LValue
+	// dict and strdict hold every other key, non-string and string; an
+	// integer key k with 1 <= k <= len(array) is never in them.
 	dict    map[LValue]LValue
 	strdict map[string]LValue
-	keys    []LValue
-	k2i     map[LValue]int
+	// keys lists the hash part's keys in insertion order, for Next; k2i is
+	// each key's index in it. A deleted key stays listed (Next may still be
+	// asked for its successor) until compactKeys drops it; a key moved into
+	// the array part is replaced by deadKey at once.
+	keys []LValue
+	k2i  map[LValue]int
+	// hashInts counts the positive integer keys in k2i, so that the array
+	// part's fast paths skip the hash part when it has none.
+	hashInts int
 }
 
 func (tb *LTable) String() string   { return fmt.Sprintf("table: %p", tb) }
