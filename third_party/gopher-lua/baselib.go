@@ -443,18 +443,39 @@ func baseType(L *LState) int {
 	return 1
 }
 
+// baseUnpack is unpack(t [, i [, j]]). Shield patch 2: a count the
+// registry could never hold is refused before anything is pushed, with Lua
+// 5.1's "too many results to unpack", and the room for the rest is reserved
+// in one step. Upstream pushed one value at a time, the registry growing by
+// RegistryGrowStep slots and copying itself at every step, so unpack(t, 1,
+// 250000) took seconds in one uninterruptible call, or ran until "registry
+// overflow".
 func baseUnpack(L *LState) int {
 	tb := L.CheckTable(1)
 	start := L.OptInt(2, 1)
 	end := L.OptInt(3, tb.Len())
+	if start > end {
+		return 0
+	}
+	n := end - start + 1 // <= 0: the difference overflowed
+	if n <= 0 || n > registryRoom(L.reg) {
+		L.RaiseError("too many results to unpack")
+	}
+	L.reg.checkSize(L.reg.Top() + n)
 	for i := start; i <= end; i++ {
 		L.Push(tb.RawGetInt(i))
 	}
-	ret := end - start + 1
-	if ret < 0 {
-		return 0
+	return n
+}
+
+// registryRoom is how many more values rg can ever hold: up to its maximum
+// size when it may grow, its current size when it may not.
+func registryRoom(rg *registry) int {
+	size := rg.maxSize
+	if c := cap(rg.array); c > size {
+		size = c
 	}
-	return ret
+	return size - rg.Top()
 }
 
 func baseXPCall(L *LState) int {

@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 )
 
 // checkTable fails t unless tb holds exactly model and keeps the patch's
@@ -303,6 +304,35 @@ func TestShieldTableKeyChurn(t *testing.T) {
 	}
 	if len(tb.keys) > 200 || len(tb.k2i) > 200 {
 		t.Fatalf("20 live keys, %d listed", len(tb.keys))
+	}
+}
+
+// TestShieldUnpackBounded checks that unpack refuses a count the registry
+// cannot hold at once, and serves one it can in one step.
+func TestShieldUnpackBounded(t *testing.T) {
+	L := NewState(Options{RegistrySize: 1024, RegistryMaxSize: 1 << 18, RegistryGrowStep: 256})
+	defer L.Close()
+	start := time.Now()
+	err := L.DoString(`local t = {1, 2, 3}
+		local ok, e = pcall(unpack, t, 1, 2^24)
+		assert(not ok and e:find("too many results to unpack"), e)
+		ok, e = pcall(unpack, t, -2^40, 2^40)
+		assert(not ok and e:find("too many results to unpack"), e)
+		assert(select("#", unpack(t, 1, 200000)) == 200000)
+		assert(select("#", unpack(t, 5, 4)) == 0)
+		local a, b, c, d = unpack(t, 0, 3)
+		assert(a == nil and b == 1 and d == 3)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("took %v", took)
+	}
+	// A registry that may not grow holds what it has.
+	L2 := NewState(Options{RegistrySize: 1024})
+	defer L2.Close()
+	if err := L2.DoString(`assert(not pcall(unpack, {}, 1, 2000))`); err != nil {
+		t.Fatal(err)
 	}
 }
 
