@@ -63,10 +63,13 @@ func newLTable(acap int, hcap int) *LTable {
 // keys that keep it dense. Upstream grew it to any key below MaxArrayIndex
 // (2^26) in one step, so t[n] = v with a large n allocated up to a gigabyte
 // inside one VM instruction, before any budget could stop it. Here a key k
-// past the array part's end goes into it only when that costs no memory
-// beyond one amortized append:
+// past the array part's end goes into it only when the array part stays
+// at least half full, or the slots are already there:
 //
 //   - k == len(array)+1, an append;
+//   - more than half of the slots 1..k would be used, counting the array
+//     part's non-nil slots (arrayUsed) and k itself, so that growing never
+//     allocates more than twice what the table holds;
 //   - k <= cap(array), slots already allocated;
 //   - k <= defaultArrayCap, the array part upstream gives every table at its
 //     first integer key (so small tables behave exactly as upstream);
@@ -151,6 +154,9 @@ func (tb *LTable) Insert(i int, value LValue) {
 	tb.growTo(n + 1)
 	copy(tb.array[i:], tb.array[i-1:n])
 	tb.array[i-1] = value
+	if value != LNil {
+		tb.arrayUsed++
+	}
 	tb.pullFromHash()
 }
 
@@ -205,6 +211,9 @@ func (tb *LTable) Remove(pos int) LValue {
 		return old
 	}
 	old := tb.array[pos-1]
+	if old != LNil {
+		tb.arrayUsed--
+	}
 	copy(tb.array[pos-1:], tb.array[pos:])
 	tb.array[n-1] = LNil
 	tb.array = tb.array[:n-1]
@@ -233,6 +242,7 @@ func (tb *LTable) RawSet(key LValue, value LValue) {
 func (tb *LTable) RawSetInt(key int, value LValue) {
 	n := len(tb.array)
 	if key >= 1 && key <= n {
+		tb.countUse(tb.array[key-1], value)
 		tb.array[key-1] = value
 		if value == LNil && key == n {
 			tb.trimArray()
@@ -245,7 +255,18 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 	}
 	tb.growTo(key)
 	tb.array[key-1] = value
+	tb.arrayUsed++
 	tb.pullFromHash()
+}
+
+// countUse keeps arrayUsed as an array slot goes from old to value.
+func (tb *LTable) countUse(old, value LValue) {
+	switch {
+	case old == LNil && value != LNil:
+		tb.arrayUsed++
+	case old != LNil && value == LNil:
+		tb.arrayUsed--
+	}
 }
 
 // arrayTakes reports whether key, past the array part's end, goes into it
@@ -255,7 +276,7 @@ func (tb *LTable) arrayTakes(key int, value LValue) bool {
 	if value == LNil {
 		return false
 	}
-	if key != len(tb.array)+1 && key > cap(tb.array) && key > defaultArrayCap {
+	if key != len(tb.array)+1 && key > cap(tb.array) && key > defaultArrayCap && 2*(tb.arrayUsed+1) <= key {
 		return false
 	}
 	if tb.hashInts > 0 && tb.dict != nil {
@@ -317,6 +338,7 @@ func (tb *LTable) migrate(lo, hi int) {
 func (tb *LTable) moveToArray(idx int, key LNumber) {
 	if v, ok := tb.dict[key]; ok {
 		tb.array[int(key)-1] = v
+		tb.arrayUsed++
 		delete(tb.dict, key)
 	}
 	delete(tb.k2i, key)

@@ -32,6 +32,15 @@ func checkTable(t *testing.T, tb *LTable, model map[LValue]LValue, step string) 
 	if n == 0 && tb.RawGetInt(1) != LNil || n > 0 && (tb.RawGetInt(n) == LNil || tb.RawGetInt(n+1) != LNil) {
 		t.Fatalf("%s: #t = %d is not a border", step, n)
 	}
+	used := 0
+	for _, v := range tb.array {
+		if v != LNil {
+			used++
+		}
+	}
+	if used != tb.arrayUsed {
+		t.Fatalf("%s: arrayUsed %d, %d slots used", step, tb.arrayUsed, used)
+	}
 	if la := len(tb.array); la > 0 && tb.array[la-1] == LNil {
 		t.Fatalf("%s: the array part (%d) ends with nil", step, la)
 	}
@@ -278,6 +287,22 @@ func TestShieldTableSparseKeys(t *testing.T) {
 	tb.RawSetH(LNumber(math.NaN()), LTrue) // never stored
 	if len(tb.keys) != listed {
 		t.Fatalf("a NaN key was listed")
+	}
+
+	// An array with a gap smaller than what it holds stays an array.
+	tb = newLTable(0, 0)
+	for k := 1; k <= 30; k++ {
+		tb.RawSetInt(k, LTrue)
+	}
+	for k := 35; k <= 60; k++ {
+		tb.RawSetInt(k, LTrue)
+	}
+	if tb.Len() != 60 || tb.dict != nil {
+		t.Fatalf("1..30 and 35..60: #t = %d, %d hash keys", tb.Len(), len(tb.dict))
+	}
+	tb.RawSetInt(200, LTrue) // more than twice what it holds
+	if tb.Len() != 60 || cap(tb.array) >= 200 {
+		t.Fatalf("t[200]: #t = %d, array part %d", tb.Len(), cap(tb.array))
 	}
 
 	// A table filled from the end becomes an array once t[1] arrives.

@@ -145,9 +145,12 @@ type LTable struct {
 
 	// array holds the keys 1..len(array). Its last slot is never LNil
 	// (a nil written there shrinks it), so len(array) is a border (#t);
-	// slots between len and cap are LNil or unset. Its capacity only grows:
-	// by appending at len+1, or up to defaultArrayCap (see table.go).
-	array []LValue
+	// slots between len and cap are LNil or unset. It grows by the rule
+	// above LTable.Len in table.go: by an append, to a size more than half
+	// used, or to defaultArrayCap; its capacity never shrinks. arrayUsed
+	// counts its non-nil slots.
+	array     []LValue
+	arrayUsed int
 	// dict and strdict hold every other key, non-string and string; an
 	// integer key k with 1 <= k <= len(array) is never in them.
 	dict    map[LValue]LValue
