@@ -767,6 +767,10 @@ func init() {
 			if B == 0 {
 				nelem = reg.Top() - RA - 1
 			}
+			// Shield patch 1: room for every value, as Lua 5.1 does, so
+			// that a constructor's nils do not push later values out of
+			// the array part.
+			table.reserveArray(offset + nelem)
 			for i := 1; i <= nelem; i++ {
 				table.RawSetInt(offset+i, reg.Get(RA+i))
 			}

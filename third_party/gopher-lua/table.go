@@ -361,6 +361,16 @@ func (tb *LTable) pullFromHash() {
 	}
 }
 
+// reserveArray makes room for the keys 1..n in the array part, for a table
+// constructor (OP_SETLIST): its values are already on the stack, so the
+// room is bounded by them, and a key within the capacity goes to the array
+// part even after nils (Lua 5.1 sizes the array part the same way).
+func (tb *LTable) reserveArray(n int) {
+	if n > cap(tb.array) && n < MaxArrayIndex {
+		tb.array = slices.Grow(tb.array, n-len(tb.array))
+	}
+}
+
 // trimArray shrinks the array part past its trailing nils, so that its
 // last slot is not nil. The capacity stays, and so do the nil slots.
 func (tb *LTable) trimArray() {

@@ -382,6 +382,10 @@ func TestShieldTableLua(t *testing.T) {
 		assert(table.remove(t, 1) == "first" and #t == 2)
 		local u = {1, nil, 3}
 		assert(#u == 3 and select("#", unpack(u)) == 3)
+		local function pack(...) return {...} end
+		local p = pack(nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+			nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, "last")
+		assert(#p == 41 and p[41] == "last", tostring(#p))
 		local v = {}
 		for i = 10, 1, -1 do v[i] = i end
 		assert(#v == 10)
