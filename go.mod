@@ -22,3 +22,7 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12
 )
+
+// A patched copy of v1.1.2: sparse integer keys go to a table's hash part,
+// and table.insert and unpack are bounded. See third_party/gopher-lua/PATCHES.md.
+replace github.com/yuin/gopher-lua => ./third_party/gopher-lua

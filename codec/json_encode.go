@@ -191,8 +191,9 @@ func (e *encoder) table(t *lua.LTable) *encodeFailure {
 }
 
 // isSequence reports whether t's keys are exactly 1..n, given n = #t.
-// gopher-lua keeps every integer key from 1 up in the array part, so it is
-// enough that 1..n has no hole and nothing follows n in iteration order.
+// gopher-lua keeps the keys 1..#t in the array part, ahead of every other
+// key in iteration order, so it is enough that 1..n has no hole and nothing
+// follows n.
 func isSequence(t *lua.LTable, n int) bool {
 	for i := 1; i <= n; i++ {
 		if t.RawGetInt(i) == lua.LNil {
@@ -283,12 +284,9 @@ func objectKey(k lua.LValue) (string, *encodeFailure) {
 		if f != math.Trunc(f) || math.Abs(f) >= 1e21 {
 			return "", failf("number key %v is not an integer below 1e21", f)
 		}
-		// gopher-lua stores integer keys from 1 up in the array part; one in
-		// the hash part (put there by Go code with RawSetH) makes Next start
-		// over at the hash part, looping forever, so it is refused.
-		if f >= 1 && f < float64(lua.MaxArrayIndex) {
-			return "", failf("integer key %v outside the table's array part", f)
-		}
+		// A positive integer key can be in the hash part: the patched
+		// gopher-lua (third_party/gopher-lua/PATCHES.md) keeps a sparse one
+		// there, and its Next goes on from it.
 		return string(appendNumber(nil, f)), nil
 	default:
 		return "", failf("a %s key cannot be encoded", k.Type())
