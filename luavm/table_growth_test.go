@@ -264,13 +264,13 @@ func BenchmarkHandlerAllocation(b *testing.B) {
 // tableSize is #keep in vm, through its size method.
 func tableSize(tb testing.TB, vm *luavm.VM) int {
 	tb.Helper()
-	fn := vm.Module.RawGetString("size")
-	vm.L.Push(fn)
-	if err := vm.L.PCall(0, 1, nil); err != nil {
+	fn := vm.Module().RawGetString("size")
+	vm.LState().Push(fn)
+	if err := vm.LState().PCall(0, 1, nil); err != nil {
 		tb.Fatal(err)
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(vm.L.Get(-1))))
-	vm.L.Pop(1)
+	n, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(vm.LState().Get(-1))))
+	vm.LState().Pop(1)
 	if err != nil {
 		tb.Fatal(err)
 	}
