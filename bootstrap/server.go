@@ -42,6 +42,7 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 	}
 	rt := rep.Runtime
 	m.WatchMailboxes(rt.Services(), rt.MailboxDepth)
+	rep.Config.Session.MaxSessions = fitFileLimit(rep.Config.Session.MaxSessions, log)
 	gw, err := gateway.New(gateway.Options{Config: rep.Config, Table: rep.Table, Services: rt, Metrics: m, Logger: log})
 	if err != nil {
 		rep.Close()

@@ -37,7 +37,7 @@ import (
 // place where a goroutine other than the write loop writes to a client.
 type wsConn struct {
 	ws    *websocket.Conn
-	raw   net.Conn // the upgraded connection (a *tls.Conn under TLS): deadlines are set on it
+	raw   *frameWatch // the upgraded connection's plaintext: deadlines are set on it
 	codec envelope.Framer
 	typ   websocket.MessageType // text for delimiter, binary for the others
 	max   int                   // max_frame_bytes
@@ -63,7 +63,7 @@ const closeWait = time.Second
 // only while it is no larger than readBufferSize.
 const wsMinBuffer = 1024
 
-func newWSConn(ws *websocket.Conn, raw net.Conn, codec envelope.Framer, maxFrameBytes int) *wsConn {
+func newWSConn(ws *websocket.Conn, raw *frameWatch, codec envelope.Framer, maxFrameBytes int) *wsConn {
 	typ := websocket.MessageBinary
 	if codec.Text() {
 		typ = websocket.MessageText
@@ -145,6 +145,8 @@ func (w *wsConn) readMessage(r io.Reader, limit int) ([]byte, error) {
 // errors.Is still finds os.ErrDeadlineExceeded.
 func (w *wsConn) readError(err error) error {
 	switch {
+	case w.raw.tooLarge():
+		return w.tooLarge()
 	case errors.Is(err, websocket.ErrMessageTooBig):
 		return w.tooLarge()
 	case websocket.CloseStatus(err) != -1:

@@ -54,7 +54,8 @@ type admitListener struct {
 }
 
 // Accept returns the next connection the gateway has room for, wrapped in
-// TLS when the listener has tls: (the HTTP server runs the handshake).
+// TLS when the listener has tls: (the handshake runs on the HTTP server's
+// first read), and in a frameWatch over the plaintext.
 func (a *admitListener) Accept() (net.Conn, error) {
 	nc, err := a.g.admit(a.l)
 	if err != nil {
@@ -64,10 +65,11 @@ func (a *admitListener) Accept() (net.Conn, error) {
 	c.mu.Lock()
 	c.watchdog = time.AfterFunc(a.l.cfg.HandshakeTimeout, c.expire)
 	c.mu.Unlock()
+	var plain net.Conn = c
 	if a.l.tls != nil {
-		return tls.Server(c, a.l.tls), nil
+		plain = tls.Server(c, a.l.tls)
 	}
-	return c, nil
+	return &frameWatch{Conn: plain, limit: int64(a.l.cfg.Protocol.MaxFrameBytes)}, nil
 }
 
 // expire closes a connection whose handshakes did not finish in time.
@@ -155,7 +157,7 @@ func (g *Gateway) upgrade(l *listener, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
-	raw, _ := r.Context().Value(connKey{}).(net.Conn)
+	raw, _ := r.Context().Value(connKey{}).(*frameWatch)
 	ac := admittedOf(raw)
 	if ac == nil {
 		http.Error(w, "internal error", http.StatusInternalServerError) // not from admitListener: cannot happen
@@ -185,11 +187,17 @@ func (g *Gateway) upgrade(l *listener, w http.ResponseWriter, r *http.Request) {
 		ws.CloseNow()
 		return
 	}
+	raw.watch()
 	g.serve(l, newWSConn(ws, raw, l.framer, l.cfg.Protocol.MaxFrameBytes))
 }
 
-// admittedOf finds the admitted connection under c (under TLS, c wraps it).
-func admittedOf(c net.Conn) *admitted {
+// admittedOf finds the admitted connection under w (under TLS, w wraps
+// the TLS connection, which wraps it).
+func admittedOf(w *frameWatch) *admitted {
+	if w == nil {
+		return nil
+	}
+	c := w.Conn
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}

@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"sync/atomic"
+)
+
+// frameWatch is the plaintext stream under a ws listener's connection
+// (above TLS), read by the HTTP server and, after the upgrade, by the
+// WebSocket library. Once the upgrade is done it reads the header of
+// every frame the client sends, and stops the connection as soon as a
+// data message's announced length passes max_frame_bytes (SPEC §3): the
+// WebSocket library would only see the limit once that many bytes had
+// trickled in. It only reads what passes through; it buffers nothing.
+type frameWatch struct {
+	net.Conn
+	limit int64
+	on    atomic.Bool // set at the upgrade: the bytes from then on are frames
+	big   atomic.Bool // a message announced more than limit
+
+	// The parse, touched by the reading goroutine only.
+	hdr     [14]byte
+	hdrLen  int
+	hdrNeed int
+	skip    int64 // payload bytes of the current frame still to pass
+	msgLen  int64 // the data message so far, over its fragments
+}
+
+// errFrameTooLarge is what a read returns once a message announced more
+// than max_frame_bytes.
+var errFrameTooLarge = errors.New("websocket message announces more than max_frame_bytes")
+
+// watch starts reading frame headers.
+func (w *frameWatch) watch() { w.on.Store(true) }
+
+// tooLarge reports whether a message announced more than the limit.
+func (w *frameWatch) tooLarge() bool { return w.big.Load() }
+
+// Read passes bytes through, parsing frame headers once watching.
+func (w *frameWatch) Read(p []byte) (int, error) {
+	if w.big.Load() {
+		return 0, errFrameTooLarge
+	}
+	n, err := w.Conn.Read(p)
+	if n > 0 && w.on.Load() && !w.scan(p[:n]) {
+		w.big.Store(true)
+		return 0, errFrameTooLarge
+	}
+	return n, err
+}
+
+// scan follows RFC 6455 frames through b and reports false when a data
+// message's length (the sum of its fragments' announced lengths) passes
+// the limit.
+func (w *frameWatch) scan(b []byte) bool {
+	for len(b) > 0 {
+		if w.skip > 0 {
+			k := min(int64(len(b)), w.skip)
+			w.skip -= k
+			b = b[k:]
+			continue
+		}
+		w.hdr[w.hdrLen] = b[0]
+		w.hdrLen++
+		b = b[1:]
+		if w.hdrLen == 2 {
+			w.hdrNeed = 2
+			switch w.hdr[1] & 0x7f {
+			case 126:
+				w.hdrNeed += 2
+			case 127:
+				w.hdrNeed += 8
+			}
+			if w.hdr[1]&0x80 != 0 {
+				w.hdrNeed += 4 // the mask a client's frame carries
+			}
+		}
+		if w.hdrLen < 2 || w.hdrLen < w.hdrNeed {
+			continue
+		}
+		var length int64
+		switch n := w.hdr[1] & 0x7f; n {
+		case 126:
+			length = int64(binary.BigEndian.Uint16(w.hdr[2:]))
+		case 127:
+			u := binary.BigEndian.Uint64(w.hdr[2:])
+			if u > uint64(w.limit) {
+				return false
+			}
+			length = int64(u)
+		default:
+			length = int64(n)
+		}
+		w.hdrLen = 0
+		if opcode := w.hdr[0] & 0x0f; opcode < 8 { // data or continuation
+			if opcode != 0 {
+				w.msgLen = 0
+			}
+			w.msgLen += length
+			if w.msgLen > w.limit {
+				return false
+			}
+			if w.hdr[0]&0x80 != 0 { // FIN
+				w.msgLen = 0
+			}
+		}
+		w.skip = length
+	}
+	return true
+}
