@@ -72,6 +72,9 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 	cancel()
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway call:", err)
+		if opts.Transport == "ws" && !errors.As(err, new(*client.UpgradeError)) {
+			fmt.Fprintln(stderr, "gateway call:", diagnose(*addr, opts))
+		}
 		return 1
 	}
 	defer c.Close()
@@ -86,8 +89,14 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 		defer mu.Unlock()
 		fmt.Fprintf(stdout, "notice %s: %s\n", code, msg)
 	})
+	c.OnStatus(func(st client.Status) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stdout, "status %s\n", statusText(st))
+	})
 
 	status := 0
+	answered := false
 	for _, r := range reqs {
 		var body []byte
 		cctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -97,12 +106,25 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 		var ce *codes.Error
 		switch {
 		case err == nil:
+			answered = true
 			fmt.Fprintf(stdout, "%s -> %s\n", r.name, orEmpty(body))
 		case errors.As(err, &ce):
+			answered = true
 			fmt.Fprintf(stdout, "%s -> error %s: %s\n", r.name, ce.Code, ce.Message)
 			status = 1
+		case errors.Is(err, client.ErrClosed) && !answered:
+			// Closed before any answer: most likely the client does not
+			// speak what the listener does.
+			fmt.Fprintf(stdout, "%s -> connection closed (%v)\n", r.name, c.Err())
+			fmt.Fprintln(stderr, "gateway call:", diagnose(*addr, opts))
+			mu.Unlock()
+			return 1
 		case errors.Is(err, context.DeadlineExceeded):
 			fmt.Fprintf(stdout, "%s -> no answer within %v (dropped at the edge: unknown route, wrong direction or not logged in)\n", r.name, *timeout)
+			if !answered {
+				// Nothing answered yet: the listener may speak something else.
+				fmt.Fprintln(stderr, "gateway call: if the route is right:", diagnose(*addr, opts))
+			}
 			status = 1
 		default:
 			fmt.Fprintf(stdout, "%s -> %v\n", r.name, err)
@@ -112,6 +134,19 @@ func callCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	time.Sleep(*wait)
 	return status
+}
+
+// statusText is a status frame as call prints it.
+func statusText(st client.Status) string {
+	switch {
+	case st.Token != "":
+		return st.Code + " (token " + st.Token + ")"
+	case st.GraceMS > 0:
+		return fmt.Sprintf("%s (grace %d ms)", st.Code, st.GraceMS)
+	case st.Message != "":
+		return st.Code + ": " + st.Message
+	}
+	return st.Code
 }
 
 func orEmpty(b []byte) string {
