@@ -203,6 +203,10 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 		if err := c.fc.SetReadDeadline(time.Now().Add(idle)); err != nil {
 			return session.Closed, nil
 		}
+		// The cap is the session's when the frame begins to arrive.
+		if err := c.fc.Wait(); err != nil {
+			return c.readError(err)
+		}
 		f, err := c.fc.ReadFrame(c.framer())
 		if err != nil {
 			return c.readError(err)

@@ -196,8 +196,9 @@ func (g *Gateway) isDraining() bool {
 }
 
 // StopAccepting begins the drain (SPEC §9): the listeners close and their
-// accept loops end, and every live session gets the gateway.drain_started
-// status frame with grace_ms. Live sessions go on.
+// accept loops end, every live session gets the gateway.drain_started
+// status frame with grace_ms, and every suspended one ends. Live sessions
+// go on.
 func (g *Gateway) StopAccepting() {
 	g.mu.Lock()
 	already := g.draining
@@ -212,6 +213,12 @@ func (g *Gateway) StopAccepting() {
 	heads := &envelope.Frame{Kind: envelope.Notice, Code: string(codes.GatewayDrainStarted),
 		GraceMS: g.cfg.Session.ShutdownGrace.Milliseconds()}
 	for _, s := range g.sessions.All() {
+		if s.Suspended() {
+			// Nobody is there to move elsewhere: a drain ends a
+			// suspended session at once (SPEC §4 Resume).
+			s.Close(session.Draining, nil)
+			continue
+		}
 		s.Status(heads)
 	}
 }

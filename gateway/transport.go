@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"crypto/tls"
+	"io"
 	"net"
 	"time"
 
@@ -25,6 +26,10 @@ type frameConn interface {
 	// when the peer ended the connection cleanly, and other errors
 	// (deadlines, closed sockets) so that errors.Is sees them.
 	ReadFrame(fr envelope.Framer) (envelope.Frame, error)
+	// Wait blocks until the next frame has begun to arrive, with
+	// ReadFrame's errors, so that the read loop picks the frame's cap
+	// (before or after login) when the frame comes, not before.
+	Wait() error
 	// SetReadDeadline bounds the next ReadFrame: session.idle_timeout is a
 	// deadline per frame, not per read.
 	SetReadDeadline(t time.Time) error
@@ -76,6 +81,17 @@ var _ frameConn = (*streamConn)(nil)
 
 func newStreamConn(nc net.Conn, codec envelope.Framer) *streamConn {
 	return &streamConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), codec: codec}
+}
+
+// Wait blocks until a byte of the next frame is buffered.
+func (s *streamConn) Wait() error {
+	if _, err := s.br.Peek(1); err != nil {
+		if err == io.EOF {
+			return io.EOF
+		}
+		return err
+	}
+	return nil
 }
 
 // ReadFrame reads one frame with the stream framing of the envelope.

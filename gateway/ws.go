@@ -42,9 +42,11 @@ type wsConn struct {
 	typ   websocket.MessageType // text for delimiter, binary for the others
 	max   int                   // max_frame_bytes
 
-	rbuf  []byte // the read loop's message buffer, kept while small
-	wbuf  []byte // the write loop's encoding buffer, kept while small
-	batch int    // bytes written since the last Flush
+	rbuf     []byte                // the read loop's message buffer, kept while small
+	next     io.Reader             // the message Wait found, for the next ReadFrame
+	nextType websocket.MessageType // its type
+	wbuf     []byte                // the write loop's encoding buffer, kept while small
+	batch    int                   // bytes written since the last Flush
 
 	mu      sync.Mutex           // guards closing, code, and raw's read deadline once closing
 	closing bool                 // Close has begun: the read deadline is Close's
@@ -78,10 +80,14 @@ func newWSConn(ws *websocket.Conn, raw *frameWatch, codec envelope.Framer, maxFr
 // ReadFrame reads the next data message and decodes it as one frame with
 // fr, whose max_frame_bytes caps the message.
 func (w *wsConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) {
-	typ, r, err := w.ws.Reader(context.Background())
-	if err != nil {
-		return envelope.Frame{}, w.readError(err)
+	if w.next == nil {
+		if err := w.Wait(); err != nil {
+			return envelope.Frame{}, err
+		}
 	}
+	typ, r := w.nextType, w.next
+	w.next = nil
+
 	if typ != w.typ {
 		return envelope.Frame{}, w.protocolError(envelope.ReasonBadType, websocket.StatusUnsupportedData,
 			"a %s message on a %s listener, which takes %s messages", typeName(typ), w.codec.Name(), typeName(w.typ))
@@ -104,6 +110,16 @@ func (w *wsConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) {
 		return envelope.Frame{}, err
 	}
 	return f, nil
+}
+
+// Wait blocks until the next message has begun to arrive.
+func (w *wsConn) Wait() error {
+	typ, r, err := w.ws.Reader(context.Background())
+	if err != nil {
+		return w.readError(err)
+	}
+	w.nextType, w.next = typ, r
+	return nil
 }
 
 // readMessage reads the message r into w.rbuf, growing it up to limit
