@@ -170,16 +170,13 @@ func (vm *VM) HandleCall(c *Call) {
 		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
 		return
 	}
+	if err := vm.methodError(c.Method); err != nil {
+		vm.finish(t, nil, err)
+		return
+	}
 	fn, ok := vm.module.RawGetString(c.Method).(*lua.LFunction)
-	switch {
-	case !ok:
+	if !ok {
 		vm.finish(t, nil, codes.New(codes.Unavailable, "service %s has no method %q", vm.service, c.Method))
-		return
-	case isHook(c.Method):
-		vm.finish(t, nil, codes.New(codes.Unavailable, "%q is a hook of service %s, run by the runtime only: not a method", c.Method, vm.service))
-		return
-	case vm.bindings[c.Method]:
-		vm.finish(t, nil, codes.New(codes.Unavailable, "%q is the handler of a client route of service %s: not a method", c.Method, vm.service))
 		return
 	}
 	args := make([]lua.LValue, 0, len(c.Args)+1)
@@ -193,6 +190,22 @@ func (vm *VM) HandleCall(c *Call) {
 		args = append(args, v)
 	}
 	vm.start(t, fn, args...)
+}
+
+// MethodError is why name may not be called as a method of this VM's
+// service (a hook, or a client route's handler), or nil. It reads only
+// what New set, so the runtime checks it from the caller's goroutine and a
+// shield.send learns it at once.
+func (vm *VM) MethodError(name string) *codes.Error { return vm.methodError(name) }
+
+func (vm *VM) methodError(name string) *codes.Error {
+	switch {
+	case isHook(name):
+		return codes.New(codes.Unavailable, "%q is a hook of service %s, run by the runtime only: not a method", name, vm.service)
+	case vm.bindings[name]:
+		return codes.New(codes.Unavailable, "%q is the handler of a client route of service %s: not a method", name, vm.service)
+	}
+	return nil
 }
 
 // returnCall sends a call's results back to its caller, each copied out

@@ -302,19 +302,28 @@ func (rt *Runtime) Entry(service string, sessionID uint64) (egress.ActorID, *cod
 }
 
 // Route delivers a shield.call or shield.send to its service's business
-// lane: unavailable for an unknown service, or for a plain name when the
-// service has several instances; busy when the lane is full.
+// lane: unavailable for an unknown service, for a plain name when the
+// service has several instances, and for a hook or a client handler;
+// busy when the lane is full.
 func (rt *Runtime) Route(c *luavm.Call) *codes.Error {
 	actors := rt.services[c.To.Service]
+	var a *actor
 	switch {
 	case len(actors) == 0:
 		return codes.New(codes.Unavailable, "no service %q", c.To.Service)
 	case len(actors) == 1:
-		return actors[0].enqueue(c)
+		a = actors[0]
 	case !c.To.HasKey:
 		return codes.New(codes.Unavailable, "service %q has %d instances: address it as {service = %q, key = ...}", c.To.Service, len(actors), c.To.Service)
+	default:
+		a = actors[Shard(c.To.Key, len(actors))]
 	}
-	return actors[Shard(c.To.Key, len(actors))].enqueue(c)
+	// A hook or a client handler is not a method (SPEC §8): known at once,
+	// so a send says so too.
+	if err := a.vm.Load().MethodError(c.Method); err != nil {
+		return err
+	}
+	return a.enqueue(c)
 }
 
 // Return delivers a result to its VM's control lane.
