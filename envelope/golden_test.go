@@ -3,6 +3,7 @@ package envelope
 import (
 	"bufio"
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -69,6 +70,38 @@ func TestGolden(t *testing.T) {
 			hexOf(`{"type":"push","route_id":2001,"payload":[1,2]}` + "\n")},
 		{"delimiter heartbeat", NameDelimiter, FromServer, Frame{Kind: Heartbeat},
 			hexOf(`{"type":"heartbeat"}` + "\n")},
+
+		// Status frames (SPEC §3): route 0, request 0, a code that is not
+		// a notice's and the field that goes with it; type 6 on typelen.
+		{"idlen status resume_token", NameIdlen, FromServer,
+			Frame{Kind: Notice, Code: "session.resume_token", Token: "t0k"},
+			"00000035 01 000000 00000000" + hexOf(`{"code":"session.resume_token","token":"t0k"}`)},
+		{"idlen status drain_started", NameIdlen, FromServer,
+			Frame{Kind: Notice, Code: "gateway.drain_started", GraceMS: 10000},
+			"00000039 01 000000 00000000" + hexOf(`{"code":"gateway.drain_started","grace_ms":10000}`)},
+		{"idlen status resume_failed", NameIdlen, FromServer,
+			Frame{Kind: Notice, Code: "session.resume_failed", Message: "expired"},
+			"0000003c 01 000000 00000000" + hexOf(`{"code":"session.resume_failed","message":"expired"}`)},
+		{"typelen status resumed", NameTypelen, FromServer,
+			Frame{Kind: Notice, Code: "session.resumed", Token: "x"},
+			"00000032 01 06 0000 0000000000000000" + hexOf(`{"code":"session.resumed","token":"x"}`)},
+		{"lenprefix status drain_started", NameLenprefix, FromServer,
+			Frame{Kind: Notice, Code: "gateway.drain_started", GraceMS: 500},
+			"0000003f" + hexOf(`{"type":"notice","code":"gateway.drain_started","grace_ms":500}`)},
+		{"delimiter status resume_token", NameDelimiter, FromServer,
+			Frame{Kind: Notice, Code: "session.resume_token", Token: "abc"},
+			hexOf(`{"type":"notice","code":"session.resume_token","token":"abc"}` + "\n")},
+
+		// The client's resume frame (SPEC §3, §4): a heartbeat whose body
+		// is {"resume":"<token>"}.
+		{"idlen resume", NameIdlen, FromClient, Frame{Kind: Heartbeat, Token: "abc"},
+			"00000018 01 000000 00000000" + hexOf(`{"resume":"abc"}`)},
+		{"typelen resume", NameTypelen, FromClient, Frame{Kind: Heartbeat, Token: "abc"},
+			"0000001c 01 05 0000 0000000000000000" + hexOf(`{"resume":"abc"}`)},
+		{"lenprefix resume", NameLenprefix, FromClient, Frame{Kind: Heartbeat, Token: "abc"},
+			"0000002f" + hexOf(`{"type":"heartbeat","payload":{"resume":"abc"}}`)},
+		{"delimiter resume", NameDelimiter, FromClient, Frame{Kind: Heartbeat, Token: "abc"},
+			hexOf(`{"type":"heartbeat","payload":{"resume":"abc"}}` + "\n")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,7 +121,49 @@ func TestGolden(t *testing.T) {
 			if !sameFrame(f, tt.frame) {
 				t.Fatalf("ReadFrame = %+v, want %+v", f, tt.frame)
 			}
+			if n := c.FrameSize(&tt.frame); n != len(want)-streamFraming(tt.env) {
+				t.Fatalf("FrameSize = %d, want %d", n, len(want)-streamFraming(tt.env))
+			}
 		})
+	}
+}
+
+// streamFraming is what an envelope adds around a frame on a stream: the
+// u32 length, or the newline.
+func streamFraming(env string) int {
+	if env == NameDelimiter {
+		return 1
+	}
+	return LengthSize
+}
+
+// TestBadResume: a route-0 body from a client that is not exactly a resume
+// is bad_system_frame (bad_wrapper on the legacy envelopes).
+func TestBadResume(t *testing.T) {
+	for _, tc := range []struct {
+		env, wire string
+		want      Reason
+	}{
+		{NameIdlen, "0000000b 01 000000 00000000" + hexOf(`{"r"}`), ReasonBadSystemFrame},
+		{NameIdlen, "00000012 01 000000 00000000" + hexOf(`{"resume":1}`), ReasonBadSystemFrame},
+		{NameIdlen, "00000012 01 000000 00000000" + hexOf(`{"resume":""}`), ReasonBadSystemFrame},
+		{NameIdlen, "0000001c 01 000000 00000000" + hexOf(`{"resume":"a","x":2}`), ReasonBadSystemFrame},
+		{NameTypelen, "00000016 01 05 0000 0000000000000000" + hexOf(`{"resume":1}`), ReasonBadSystemFrame},
+		{NameDelimiter, hexOf(`{"type":"heartbeat","payload":{"resume":7}}` + "\n"), ReasonBadWrapper},
+	} {
+		c := mustNew(t, tc.env, FromClient, 1<<16)
+		_, err := c.ReadFrame(bufio.NewReader(bytes.NewReader(hx(t, tc.wire))))
+		if r, _ := ReasonOf(err); r != tc.want {
+			t.Errorf("%s % x: %v, want %s", tc.env, hx(t, tc.wire), err, tc.want)
+		}
+	}
+	// A token longer than 128 characters is no token.
+	long := `{"resume":"` + strings.Repeat("a", 129) + `"}`
+	c := mustNew(t, NameIdlen, FromClient, 1<<16)
+	var b []byte
+	b = append(b, 0, 0, 0, byte(8+len(long)), 1, 0, 0, 0, 0, 0, 0, 0)
+	if _, err := c.ReadFrame(bufio.NewReader(bytes.NewReader(append(b, long...)))); err == nil {
+		t.Error("a 129-character token accepted")
 	}
 }
 
