@@ -13,7 +13,7 @@ import (
 
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/envelope"
-	"github.com/shieldrpc/shield/internal/testcerts"
+	"github.com/shieldrpc/shield/internal/certgen"
 	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
@@ -52,7 +52,7 @@ func everyTransport() []tlistener {
 	return ls
 }
 
-func (l tlistener) yaml(entry string, certs testcerts.Files) string {
+func (l tlistener) yaml(entry string, certs certgen.Files) string {
 	keys := []string{fmt.Sprintf("name: %s", l.name()), `address: "127.0.0.1:0"`, "entry_service: " + entry}
 	if l.ws() {
 		keys = append(keys, "transport: ws")
@@ -86,7 +86,7 @@ func withListeners(t testing.TB, config, ls string) string {
 // tserver is a gateway behind transport-test listeners.
 type tserver struct {
 	*edgeServer
-	certs     testcerts.Files
+	certs     certgen.Files
 	listeners map[string]tlistener
 }
 
@@ -112,7 +112,7 @@ func startTransportGame(t testing.TB, ls ...tlistener) *tserver {
 
 func startTransport(t testing.TB, entry string, config func(listeners string) string, ls []tlistener) *tserver {
 	t.Helper()
-	certs, err := testcerts.Generate(t.TempDir())
+	certs, err := certgen.Generate(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func startTransport(t testing.TB, entry string, config func(listeners string) st
 // CA and presents the client certificate it signed.
 func (s *tserver) clientTLS(t testing.TB) *tls.Config {
 	t.Helper()
-	cfg, err := testcerts.ClientConfig(s.certs.CA, s.certs.ClientCert, s.certs.ClientKey)
+	cfg, err := certgen.ClientConfig(s.certs.CA, s.certs.ClientCert, s.certs.ClientKey)
 	if err != nil {
 		t.Fatal(err)
 	}

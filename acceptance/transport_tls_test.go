@@ -11,7 +11,7 @@ import (
 
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/envelope"
-	"github.com/shieldrpc/shield/internal/testcerts"
+	"github.com/shieldrpc/shield/internal/certgen"
 	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
@@ -32,7 +32,7 @@ func TestMutualTLS(t *testing.T) {
 			var got json2
 			call(t, c, rEcho, map[string]int{"n": 1}, &got)
 
-			rogue, err := testcerts.ClientConfig(s.certs.CA, s.certs.RogueCert, s.certs.RogueKey)
+			rogue, err := certgen.ClientConfig(s.certs.CA, s.certs.RogueCert, s.certs.RogueKey)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +41,7 @@ func TestMutualTLS(t *testing.T) {
 			pair := rogue.Certificates[0]
 			rogue.Certificates = nil
 			rogue.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
-			anonymous, err := testcerts.ClientConfig(s.certs.CA, "", "")
+			anonymous, err := certgen.ClientConfig(s.certs.CA, "", "")
 			if err != nil {
 				t.Fatal(err)
 			}

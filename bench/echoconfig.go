@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/shieldrpc/shield/internal/testcerts"
+	"github.com/shieldrpc/shield/internal/certgen"
 )
 
 // The echo service the gateway is benchmarked with: route 1 hands the raw
@@ -53,7 +53,7 @@ actors:
 // test CA with a certificate for 127.0.0.1 (ca.crt, server.crt,
 // server.key: see ClientTLS), into dir and returns the config's path.
 func WriteEchoConfig(dir string) (string, error) {
-	if _, err := testcerts.Generate(dir); err != nil {
+	if _, err := certgen.Generate(dir); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "echo.lua"), []byte(echoLua), 0o644); err != nil {
@@ -69,5 +69,5 @@ var JSONBody = []byte(`{"player_id":"p-1042","seq":18231,"x":1024.5,"y":-33.25}`
 // ClientTLS is a client TLS config that trusts the CA WriteEchoConfig
 // wrote into dir.
 func ClientTLS(dir string) (*tls.Config, error) {
-	return testcerts.ClientConfig(filepath.Join(dir, "ca.crt"), "", "")
+	return certgen.ClientConfig(filepath.Join(dir, "ca.crt"), "", "")
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shieldrpc/shield/bootstrap"
-	"github.com/shieldrpc/shield/internal/testcerts"
+	"github.com/shieldrpc/shield/internal/certgen"
 )
 
 // TestTLSFilesChecked: a listener's TLS files are loaded by Compile (and so
@@ -15,7 +15,7 @@ import (
 func TestTLSFilesChecked(t *testing.T) {
 	noLeak(t)
 	dir := t.TempDir()
-	certs, err := testcerts.Generate(dir)
+	certs, err := certgen.Generate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/shieldrpc/shield/bootstrap"
 	"github.com/shieldrpc/shield/config"
-	"github.com/shieldrpc/shield/internal/testcerts"
+	"github.com/shieldrpc/shield/internal/certgen"
 )
 
 // TestCallSaysWhatIsWrong: gateway call against a listener it does not
@@ -20,7 +20,7 @@ import (
 // likely wrong instead of only "no answer" or "connection closed".
 func TestCallSaysWhatIsWrong(t *testing.T) {
 	noLeak(t)
-	certs, err := testcerts.Generate(t.TempDir())
+	certs, err := certgen.Generate(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

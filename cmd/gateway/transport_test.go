@@ -11,7 +11,7 @@ import (
 
 	"github.com/shieldrpc/shield/bootstrap"
 	"github.com/shieldrpc/shield/config"
-	"github.com/shieldrpc/shield/internal/testcerts"
+	"github.com/shieldrpc/shield/internal/certgen"
 )
 
 // TestCallOverTransports: gateway call logs in and joins a room over the
@@ -20,7 +20,7 @@ import (
 func TestCallOverTransports(t *testing.T) {
 	noLeak(t)
 	dir := t.TempDir()
-	certs, err := testcerts.Generate(dir)
+	certs, err := certgen.Generate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

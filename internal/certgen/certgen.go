@@ -1,9 +1,10 @@
-// Package testcerts makes throwaway TLS identities for tests and the load
-// tool: a CA, a server certificate for 127.0.0.1, ::1 and localhost, a
-// client certificate the CA signed, and a client certificate from a second,
-// unrelated CA (the "wrong" certificate a mutual-TLS listener must refuse).
+// Package certgen makes throwaway TLS identities for a local load test (the
+// tls and wss rows of gateway bench) and for tests: a CA, a server
+// certificate for 127.0.0.1, ::1 and localhost, a client certificate the
+// CA signed, and a client certificate from a second, unrelated CA (the
+// "wrong" certificate a mutual-TLS listener must refuse).
 // Keys are ECDSA P-256; everything is valid for a day and written as PEM.
-package testcerts
+package certgen
 
 import (
 	"crypto/ecdsa"
