@@ -62,6 +62,8 @@
 ---| "slow_consumer"
 ---| "rate_limited"
 ---| "draining"
+---| "auth_timeout"
+---| "gateway_lost"
 
 ---The sentinel that JSON null decodes to and that encodes as null.
 ---@class ShieldNull: userdata
@@ -74,8 +76,14 @@
 ---methods are its other functions: a handler is
 ---`fun(ctx, client, req)`, a method `fun(ctx, ...)`.
 ---@class ShieldModule
+---Hooks are run by the runtime only: shield.call and shield.send refuse them
+---(and a client route's handler) with client_rpc.unavailable.
 ---@field init? fun(ctx: ShieldCtx) Runs once per VM before serving; raising fails the start.
 ---@field stop? fun(ctx: ShieldCtx) Runs once per VM at shutdown.
+---@field draining? fun(ctx: ShieldCtx) Runs once per VM when the gateway starts draining.
+---@field client_bound? fun(ctx: ShieldCtx, client: ShieldClientRef) Runs first when a bind makes this VM a session's target.
+---@field client_suspended? fun(ctx: ShieldCtx, client: ShieldClientRef) Runs when a session lost its connection and waits for a resume.
+---@field client_resumed? fun(ctx: ShieldCtx, client: ShieldClientRef) Runs when a connection resumed the session.
 ---@field client_disconnected? fun(ctx: ShieldCtx, client: ShieldClientRef, reason: ShieldDisconnectReason) Runs when a session bound to this VM closes.
 ---@field [string] function Handlers (ShieldHandler) and methods for shield.call/send.
 
@@ -92,7 +100,7 @@ shield = {}
 ---client_rpc.busy, the callee's business error, or client_rpc.handler_failed.
 ---@param addr ShieldAddress The service name, or {service = name, key = shard key}.
 ---@param method string A function of the callee's module, called as fn(ctx, ...).
----@param ... any Arguments, copied as plain data (no functions or coroutines).
+---@param ... any Arguments, copied under the JSON mapping (no functions, coroutines or userdata).
 ---@return any ... The callee's return values.
 function shield.call(addr, method, ...) end
 
