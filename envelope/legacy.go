@@ -226,19 +226,8 @@ func appendWrapper(dst []byte, f *Frame, env string, oneLine bool) ([]byte, erro
 	switch f.Kind {
 	case Error, Notice:
 		// The status body's keys, at the top level (SPEC §3).
-		dst = append(dst, `,"code":`...)
-		dst = appendJSONString(dst, f.Code)
-		switch {
-		case f.Kind == Notice && f.Token != "":
-			dst = append(dst, `,"token":`...)
-			dst = appendJSONString(dst, f.Token)
-		case f.Kind == Notice && f.GraceMS > 0:
-			dst = append(dst, `,"grace_ms":`...)
-			dst = strconv.AppendInt(dst, f.GraceMS, 10)
-		default:
-			dst = append(dst, `,"message":`...)
-			dst = appendJSONString(dst, f.Message)
-		}
+		dst = append(dst, ',')
+		dst = appendStatusFields(dst, f)
 	default:
 		if len(f.Body) > 0 {
 			dst = append(dst, `,"payload":`...)

@@ -20,7 +20,16 @@ import (
 
 // appendStatus appends f's status JSON body.
 func appendStatus(dst []byte, f *Frame) []byte {
-	dst = append(dst, `{"code":`...)
+	dst = append(dst, '{')
+	dst = appendStatusFields(dst, f)
+	return append(dst, '}')
+}
+
+// appendStatusFields appends the status body's fields without the braces:
+// the code, then the token, the grace_ms or the message. The legacy
+// envelopes put them at the top level of their wrapper.
+func appendStatusFields(dst []byte, f *Frame) []byte {
+	dst = append(dst, `"code":`...)
 	dst = appendJSONString(dst, f.Code)
 	switch {
 	case f.Kind == Notice && f.Token != "":
@@ -33,7 +42,7 @@ func appendStatus(dst []byte, f *Frame) []byte {
 		dst = append(dst, `,"message":`...)
 		dst = appendJSONString(dst, f.Message)
 	}
-	return append(dst, '}')
+	return dst
 }
 
 // statusSize is the length of appendStatus's output for f.

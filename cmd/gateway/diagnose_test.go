@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/shieldrpc/shield/bootstrap"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/internal/certgen"
 )
@@ -24,25 +19,12 @@ func TestCallSaysWhatIsWrong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := bootstrap.Start(ctx, example, bootstrap.Options{
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Override: func(c *config.Config) {
-			for i := range c.Network.Listeners {
-				c.Network.Listeners[i].Address = "127.0.0.1:0"
-			}
-			tlsGame := c.Network.Listeners[0]
-			tlsGame.Name = "tls"
-			tlsGame.TLS = &config.TLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey}
-			c.Network.Listeners = append(c.Network.Listeners, tlsGame)
-			c.Network.Admin = nil
-		},
+	srv := startExample(t, func(c *config.Config) {
+		tlsGame := c.Network.Listeners[0]
+		tlsGame.Name = "tls"
+		tlsGame.TLS = &config.TLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey}
+		c.Network.Listeners = append(c.Network.Listeners, tlsGame)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop(context.Background())
 	for _, tc := range []struct {
 		name, addr string
 		flags      []string

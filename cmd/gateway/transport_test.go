@@ -14,6 +14,30 @@ import (
 	"github.com/shieldrpc/shield/internal/certgen"
 )
 
+// startExample serves the example game in-process on free loopback ports
+// and no admin server, after edit changes its config; it is stopped at
+// cleanup.
+func startExample(t testing.TB, edit func(*config.Config)) *bootstrap.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv, err := bootstrap.Start(ctx, example, bootstrap.Options{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Override: func(c *config.Config) {
+			for i := range c.Network.Listeners {
+				c.Network.Listeners[i].Address = "127.0.0.1:0"
+			}
+			c.Network.Admin = nil
+			edit(c)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(context.Background()) })
+	return srv
+}
+
 // TestCallOverTransports: gateway call logs in and joins a room over the
 // example game's ws listener, and over a tls listener (mutual TLS, with
 // -ca, -cert and -key); a wrong certificate fails the call.
@@ -24,23 +48,10 @@ func TestCallOverTransports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv, err := bootstrap.Start(ctx, example, bootstrap.Options{
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Override: func(c *config.Config) {
-			for i := range c.Network.Listeners {
-				c.Network.Listeners[i].Address = "127.0.0.1:0"
-			}
-			// The game listener under mutual TLS.
-			c.Network.Listeners[0].TLS = &config.TLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, ClientCAFile: certs.CA}
-			c.Network.Admin = nil
-		},
+	srv := startExample(t, func(c *config.Config) {
+		// The game listener under mutual TLS.
+		c.Network.Listeners[0].TLS = &config.TLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, ClientCAFile: certs.CA}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop(context.Background())
 
 	for _, tc := range []struct {
 		name string
