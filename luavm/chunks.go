@@ -67,34 +67,91 @@ func compact(p *lua.FunctionProto) {
 // loadFile compiles the file at path (or takes it from the cache) and
 // returns it as a function of L. Like LState.LoadFile, a first line that
 // starts with '#' is skipped; unlike it, line numbers stay those of the
-// file.
-func loadFile(L *lua.LState, path string) (*lua.LFunction, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &lua.ApiError{Type: lua.ApiErrorFile, Object: lua.LString(err.Error()), Cause: err}
+// file. A VM respawned after a crash loads the source its predecessor
+// loaded (spec.code), never a newer file found on disk (SPEC §12); every
+// chunk a VM loads is recorded in vm.code, so that a reload can tell
+// whether an actor's code changed.
+func (vm *VM) loadFile(L *lua.LState, path string) (*lua.LFunction, error) {
+	c, ok := vm.spec.code[path]
+	if !ok {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return nil, &lua.ApiError{Type: lua.ApiErrorFile, Object: lua.LString(err.Error()), Cause: err}
+		}
+		if c, err = compiled(path, src); err != nil {
+			return nil, err
+		}
 	}
+	vm.codeMu.Lock()
+	if vm.code == nil {
+		vm.code = map[string]cachedChunk{}
+	}
+	vm.code[path] = c
+	vm.codeMu.Unlock()
+	return L.NewFunctionFromProto(c.proto), nil
+}
+
+// compiled returns the compiled chunk of path's source src, from the
+// process's cache while the file's content is the same.
+func compiled(path string, src []byte) (cachedChunk, error) {
 	chunkCache.Lock()
 	c, ok := chunkCache.m[path]
 	chunkCache.Unlock()
-	if !ok || c.src != string(src) {
-		code := src
-		if bytes.HasPrefix(code, []byte("#")) {
-			if i := bytes.IndexByte(code, '\n'); i >= 0 {
-				code = code[i:]
-			} else {
-				code = nil
-			}
-		}
-		proto, err := compileChunk(code, path)
-		if err != nil {
-			return nil, err
-		}
-		c = cachedChunk{src: string(src), proto: proto}
-		chunkCache.Lock()
-		chunkCache.m[path] = c
-		chunkCache.Unlock()
+	if ok && c.src == string(src) {
+		return c, nil
 	}
-	return L.NewFunctionFromProto(c.proto), nil
+	code := src
+	if bytes.HasPrefix(code, []byte("#")) {
+		if i := bytes.IndexByte(code, '\n'); i >= 0 {
+			code = code[i:]
+		} else {
+			code = nil
+		}
+	}
+	proto, err := compileChunk(code, path)
+	if err != nil {
+		return cachedChunk{}, err
+	}
+	c = cachedChunk{src: string(src), proto: proto}
+	chunkCache.Lock()
+	chunkCache.m[path] = c
+	chunkCache.Unlock()
+	return c, nil
+}
+
+// CodeChanged reports whether next, a VM just loaded from the files on
+// disk, runs other code than vm: a reload replaces an actor's VMs only
+// when its script, or a module it requires, changed (or its routes or its
+// settings did). A file next loaded counts when vm did not load it with
+// the same content; a file only vm loaded (a module it required later, in
+// a handler) counts when it changed on disk since.
+func (vm *VM) CodeChanged(next *VM) bool {
+	mine, theirs := vm.sources(), next.sources()
+	for path, src := range theirs {
+		if old, ok := mine[path]; !ok || old != src {
+			return true
+		}
+	}
+	for path, src := range mine {
+		if _, ok := theirs[path]; ok {
+			continue
+		}
+		if disk, err := os.ReadFile(path); err != nil || string(disk) != src {
+			return true
+		}
+	}
+	return false
+}
+
+// sources is a snapshot of the VM's loaded files' contents, by path.
+func (vm *VM) sources() map[string]string {
+	vm.codeMu.Lock()
+	defer vm.codeMu.Unlock()
+	out := make(map[string]string, len(vm.code))
+	for path, c := range vm.code {
+		out[path] = c.src
+	}
+	return out
 }
 
 // builtin is one of the runtime's own chunks, compiled once.

@@ -282,3 +282,77 @@ func (vm *VM) RunHook(name string, done func(err *codes.Error)) {
 	t.onDone = func(_ []lua.LValue, err *codes.Error) { done(err) }
 	vm.start(t, fn, vm.ctx)
 }
+
+// RunSave runs the module's reload_save(ctx) (SPEC §12) as a task; done
+// gets the state it returned, copied out under the JSON mapping, or its
+// error. A VM without the hook reports nil at once.
+func (vm *VM) RunSave(done func(state []byte, err *codes.Error)) {
+	fn := vm.hooks["reload_save"]
+	if fn == nil {
+		done(nil, nil)
+		return
+	}
+	t := &task{what: "reload_save", deadline: time.Now().Add(vm.spec.HandlerTimeout)}
+	t.onDone = func(vals []lua.LValue, err *codes.Error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		var state []byte
+		if len(vals) > 0 {
+			b, cerr := EncodeValue(vm.l, vals[0])
+			if cerr != nil {
+				done(nil, codes.New(codes.HandlerFailed, "reload_save: the state cannot be copied: %v", cerr))
+				return
+			}
+			state = b
+		}
+		done(state, nil)
+	}
+	vm.start(t, fn, vm.ctx)
+}
+
+// RunLoad runs the module's reload_load(ctx, state) with what the old
+// VM's reload_save returned; done gets its outcome.
+func (vm *VM) RunLoad(state []byte, done func(err *codes.Error)) {
+	fn := vm.hooks["reload_load"]
+	if fn == nil {
+		done(nil)
+		return
+	}
+	v, err := DecodeValue(vm.l, state)
+	if err != nil {
+		done(codes.New(codes.HandlerFailed, "reload_load: %v", err))
+		return
+	}
+	t := &task{what: "reload_load", deadline: time.Now().Add(vm.spec.HandlerTimeout)}
+	t.onDone = func(_ []lua.LValue, err *codes.Error) { done(err) }
+	vm.start(t, fn, vm.ctx, v)
+}
+
+// DropTimers forgets the shield.timeout callbacks not yet fired: a VM
+// replaced by a reload finishes its runs but starts no new ones (SPEC
+// §12). Sleeps and budgets of runs in flight stay.
+func (vm *VM) DropTimers() {
+	for id, p := range vm.pending {
+		if p.kind == pendTimeout {
+			delete(vm.pending, id)
+			vm.timers.remove(p.timer)
+		}
+	}
+}
+
+// SetLimits changes the budget and max_pending of the runs the VM starts
+// from now on (a reload that changes handler_timeout or max_pending
+// only).
+func (vm *VM) SetLimits(handlerTimeout time.Duration, maxPending int) {
+	if handlerTimeout > 0 {
+		vm.spec.HandlerTimeout = handlerTimeout
+	}
+	if maxPending > 0 {
+		vm.spec.MaxPending = maxPending
+	}
+}
+
+// Gen is the VM's generation: a Result with another Gen is not its own.
+func (vm *VM) Gen() uint64 { return vm.gen }

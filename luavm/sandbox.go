@@ -34,7 +34,7 @@ var osAllowed = []string{"time", "clock", "date", "difftime"}
 // newSandbox returns a Lua state holding only the whitelisted libraries of
 // SPEC §8: no io, no debug, no os beyond the clock, no loadfile or dofile,
 // and a require that loads only modules from dir.
-func newSandbox(dir string, log *slog.Logger) *lua.LState {
+func newSandbox(dir string, log *slog.Logger, load loader) *lua.LState {
 	L := lua.NewState(stateOptions)
 	for _, lib := range []struct {
 		name string
@@ -72,10 +72,13 @@ func newSandbox(dir string, log *slog.Logger) *lua.LState {
 	pkg := L.NewTable()
 	pkg.RawSetString("loaded", loaded)
 	g.RawSetString("package", pkg)
-	g.RawSetString("require", L.NewFunction(requireFrom(dir, loaded)))
+	g.RawSetString("require", L.NewFunction(requireFrom(dir, loaded, load)))
 	g.RawSetString("print", L.NewFunction(printTo(log)))
 	return L
 }
+
+// loader compiles a file of the service's into a function of L.
+type loader func(L *lua.LState, path string) (*lua.LFunction, error)
 
 // moduleName is what require accepts: dotted identifiers, so a name can
 // never climb out of the service's folder.
@@ -84,7 +87,7 @@ var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0
 // requireFrom returns a require that loads name from dir/name.lua (dots are
 // folders) and caches it in loaded. A symlink that leads out of dir is
 // refused like a missing file.
-func requireFrom(dir string, loaded *lua.LTable) lua.LGFunction {
+func requireFrom(dir string, loaded *lua.LTable, load loader) lua.LGFunction {
 	return func(L *lua.LState) int {
 		name := L.CheckString(1)
 		if v := loaded.RawGetString(name); v != lua.LNil {
@@ -98,7 +101,7 @@ func requireFrom(dir string, loaded *lua.LTable) lua.LGFunction {
 		if err := inside(dir, path); err != nil {
 			L.RaiseError("require %q: %v", name, err)
 		}
-		fn, err := loadFile(L, path)
+		fn, err := load(L, path)
 		if err != nil {
 			L.RaiseError("require %q: %s", name, loadMessage(err, path))
 		}

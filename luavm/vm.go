@@ -10,8 +10,10 @@ package luavm
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +62,10 @@ type Spec struct {
 	// Suppressed, if set, counts an incident whose log line the VM's
 	// limit dropped (its incident id still reaches the client).
 	Suppressed func()
+
+	// code is the source a respawned VM loads instead of the files on
+	// disk: its predecessor's (see VM.Respawn).
+	code map[string]cachedChunk
 }
 
 // VM is one sandboxed Lua state running a service script. Only its
@@ -115,6 +121,12 @@ type VM struct {
 	// by guard.
 	crashError *codes.Error
 	nesting    int // coroutines resumed inside the task's, see maxNesting
+
+	// code is every chunk the VM loaded, by path (see loadFile). A reload
+	// reads it from another goroutine while a handler may require a
+	// module.
+	codeMu sync.Mutex // guards code
+	code   map[string]cachedChunk
 }
 
 // handler is a compiled c2s or bidi route.
@@ -145,9 +157,9 @@ func New(spec Spec) (*VM, error) {
 		spec.MaxStringBytes = config.DefaultMaxStringBytes
 	}
 	log = log.With("service", spec.Service, "instance", spec.Instance)
-	L := newSandbox(filepath.Dir(spec.Script), log)
-	vm := &VM{l: L, service: spec.Service, instance: spec.Instance, log: log, spec: spec, gen: generations.Add(1),
+	vm := &VM{service: spec.Service, instance: spec.Instance, log: log, spec: spec, gen: generations.Add(1),
 		intr: newInterrupt(), tasks: map[uint64]*task{}, pending: map[uint64]*pending{}}
+	vm.l = newSandbox(filepath.Dir(spec.Script), log, vm.loadFile)
 	if err := vm.setup(); err != nil {
 		vm.Close()
 		return nil, fmt.Errorf("luavm: runtime setup: %w", err)
@@ -198,7 +210,8 @@ func (vm *VM) Close() {
 
 // Respawn replaces a crashed VM (SPEC §6): every task still in it answers
 // with the crash's incident, its Lua state is closed, and a fresh VM is
-// loaded from the same spec and attached to the same host. The new VM has
+// loaded from the same spec and the same source (never newer files on
+// disk, SPEC §12) and attached to the same host. The new VM has
 // not run init yet: the caller runs it (RunHook) before it takes messages.
 // The one VM replacement path; on error the old VM is closed all the same.
 func (vm *VM) Respawn() (*VM, error) {
@@ -207,7 +220,11 @@ func (vm *VM) Respawn() (*VM, error) {
 		vm.Abort(vm.crashErr())
 	}()
 	vm.Close()
-	next, err := New(vm.spec)
+	spec := vm.spec
+	vm.codeMu.Lock()
+	spec.code = maps.Clone(vm.code) // the code this VM ran, not newer files on disk
+	vm.codeMu.Unlock()
+	next, err := New(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +245,7 @@ func (vm *VM) load(spec Spec) error {
 	fail := func(line int, format string, args ...any) error {
 		return config.Errors{{File: spec.Script, Line: line, Actor: spec.Service, Msg: fmt.Sprintf(format, args...)}}
 	}
-	fn, err := loadFile(vm.l, spec.Script)
+	fn, err := vm.loadFile(vm.l, spec.Script)
 	if err != nil {
 		return config.Errors{{File: spec.ConfigFile, Line: spec.ScriptLine, Actor: spec.Service, Msg: "script: " + loadMessage(err, spec.Script)}}
 	}

@@ -33,6 +33,8 @@ type Metrics struct {
 	SessionsSuspended  prometheus.Gauge
 	SessionResumes     *prometheus.CounterVec // result: ok, failed
 	IncidentsNotLogged *prometheus.CounterVec // service
+	Reloads            *prometheus.CounterVec // result: ok, failed
+	VMGenerations      *prometheus.GaugeVec   // service
 
 	reqMu    sync.RWMutex // guards reqCache
 	reqCache map[requestKey]requestMetrics
@@ -76,10 +78,14 @@ func New() *Metrics {
 			Help: "Resume frames, by result (ok, failed)."}, []string{"result"}),
 		IncidentsNotLogged: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_incidents_not_logged_total",
 			Help: "Handler incidents whose log line a VM's rate limit dropped, by service."}, []string{"service"}),
+		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_reloads_total",
+			Help: "Reloads (SIGHUP, POST /admin/reload), by result (ok, failed)."}, []string{"result"}),
+		VMGenerations: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shield_vm_generation",
+			Help: "The code version each service runs: 1 at start, one more per reload that replaced its VMs."}, []string{"service"}),
 	}
 	r.MustRegister(m.Sessions, m.EdgeDropped, m.ProtocolErrors, m.Requests, m.HandlerSeconds, m.EgressRejected,
 		m.SessionsClosed, m.SessionsRefused, m.VMRestarts, m.AcceptErrors, m.LimitsHit, m.DroppedResponses,
-		m.SessionsSuspended, m.SessionResumes, m.IncidentsNotLogged,
+		m.SessionsSuspended, m.SessionResumes, m.IncidentsNotLogged, m.Reloads, m.VMGenerations,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -98,6 +104,11 @@ func (m *Metrics) WatchMailboxes(services []string, depth func(service string) i
 
 // VMRestarted counts a replaced VM (service.Metrics).
 func (m *Metrics) VMRestarted(service string) { m.VMRestarts.WithLabelValues(service).Inc() }
+
+// VMGeneration sets shield_vm_generation{service} (service.Metrics).
+func (m *Metrics) VMGeneration(service string, gen int) {
+	m.VMGenerations.WithLabelValues(service).Set(float64(gen))
+}
 
 // HeapLimitHit counts the heap watch stopping runs (service.Metrics), as
 // shield_limits_hit_total{limit="heap_limit_bytes"}.

@@ -13,18 +13,26 @@ import (
 )
 
 // actor runs one VM on one goroutine: the only goroutine that ever touches
-// that VM. It serves two lanes, the control lane first.
+// that VM. It serves two lanes, the control lane first. During a reload it
+// may hold two more VMs: the one being prepared to replace the current
+// one, and old ones finishing their runs.
 type actor struct {
 	rt       *Runtime
 	id       egress.ActorID
-	vm       atomic.Pointer[luavm.VM] // read by the heap watcher; written by the loop
+	vm       atomic.Pointer[luavm.VM] // the current VM; read by the heap watcher and Route; written by the loop
 	control  *controlQueue
-	business chan business // bounded by the actor's mailbox
+	business *businessLane // bounded by the actor's mailbox
 	timer    *time.Timer
 	armedAt  time.Time
 	done     chan struct{} // closed when the loop has returned
 	dead     atomic.Bool   // the VM could not be replaced: the actor serves nothing
-	busy     atomic.Int32  // the VM's suspended tasks (runs in flight), after each step
+	busy     atomic.Int32  // the VMs' suspended tasks (runs in flight), after each step
+
+	// The reload's state, the loop's own.
+	paused   bool        // a swap is being prepared: business messages wait
+	prepared *luavm.VM   // the VM a swap prepares; nil when none
+	held     []any       // session messages that came while paused, for the VM that wins
+	old      []*luavm.VM // replaced VMs finishing their runs
 }
 
 func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {
@@ -32,7 +40,7 @@ func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {
 		rt:       rt,
 		id:       egress.ActorID{Service: vm.Service(), Instance: vm.Instance()},
 		control:  newControlQueue(),
-		business: make(chan business, mailbox),
+		business: newBusinessLane(mailbox),
 		done:     make(chan struct{}),
 	}
 	a.vm.Store(vm)
@@ -41,19 +49,17 @@ func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {
 }
 
 // Depth is the number of messages waiting in the business lane.
-func (a *actor) Depth() int { return len(a.business) }
+func (a *actor) Depth() int { return a.business.len() }
 
 // enqueue puts a message on the business lane, failing fast when it is full.
 func (a *actor) enqueue(m business) *codes.Error {
 	if a.dead.Load() {
 		return codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
 	}
-	select {
-	case a.business <- m:
-		return nil
-	default:
+	if !a.business.push(m) {
 		return codes.New(codes.Busy, "service %s instance %d: mailbox full", a.id.Service, a.id.Instance)
 	}
+	return nil
 }
 
 // loop is the actor's goroutine. The Runtime owns it: it starts it and
@@ -66,40 +72,85 @@ func (a *actor) loop() {
 	for {
 		if m, ok := a.control.pop(); ok {
 			if _, stop := m.(quit); stop {
-				if !a.dead.Load() { // a dead actor's VM is closed already
-					a.safely(func(vm *luavm.VM) { vm.Abort(codes.New(codes.Unavailable, "service %s is stopping", a.id.Service)) })
-					a.vm.Load().Close()
-				}
+				a.stop()
 				return
 			}
 			if a.dead.Load() {
 				a.rejectControl(m)
 				continue
 			}
-			a.safely(func(vm *luavm.VM) { a.handleControl(vm, m) })
+			a.handleControl(m)
 			continue
 		}
-		a.arm()
-		select {
-		case <-a.control.signal:
-		case m := <-a.business:
-			if a.dead.Load() {
-				a.reject(m)
+		if !a.paused {
+			if m, ok := a.business.pop(); ok {
+				if a.dead.Load() {
+					a.reject(m)
+					continue
+				}
+				a.safely(a.vm.Load(), func(vm *luavm.VM) { a.handleBusiness(vm, m) })
 				continue
 			}
-			a.safely(func(vm *luavm.VM) { a.handleBusiness(vm, m) })
+		}
+		a.arm()
+		lane := a.business.signal
+		if a.paused {
+			lane = nil // business messages wait for the swap to end
+		}
+		select {
+		case <-a.control.signal:
+		case <-lane:
 		case <-a.timer.C:
 			a.armedAt = time.Time{}
-			a.safely(func(vm *luavm.VM) { vm.Tick(time.Now()) })
+			now := time.Now()
+			for _, vm := range a.vms() {
+				a.safely(vm, func(vm *luavm.VM) { vm.Tick(now) })
+			}
 		}
 	}
 }
 
-// arm points the timer at the VM's next wake-up, touching it only when that
-// changed: most messages schedule nothing.
+// stop ends every VM: what is in flight fails with unavailable.
+func (a *actor) stop() {
+	if a.dead.Load() { // a dead actor's VM is closed already
+		return
+	}
+	for _, vm := range a.vms() {
+		a.safely(vm, func(vm *luavm.VM) { vm.Abort(codes.New(codes.Unavailable, "service %s is stopping", a.id.Service)) })
+		vm.Close()
+	}
+}
+
+// vms is every VM the actor holds: the current one, the one being
+// prepared, and the old ones finishing their runs.
+func (a *actor) vms() []*luavm.VM {
+	out := append([]*luavm.VM{a.vm.Load()}, a.old...)
+	if a.prepared != nil {
+		out = append(out, a.prepared)
+	}
+	return out
+}
+
+// vmOf is the VM a result is for, by its generation, or nil.
+func (a *actor) vmOf(gen uint64) *luavm.VM {
+	for _, vm := range a.vms() {
+		if vm.Gen() == gen {
+			return vm
+		}
+	}
+	return nil
+}
+
+// arm points the timer at the VMs' next wake-up, touching it only when
+// that changed: most messages schedule nothing.
 func (a *actor) arm() {
-	at, ok := a.vm.Load().NextWake()
-	if !ok || at.Equal(a.armedAt) {
+	var at time.Time
+	for _, vm := range a.vms() {
+		if t, ok := vm.NextWake(); ok && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	if at.IsZero() || at.Equal(a.armedAt) {
 		return
 	}
 	a.armedAt = at
@@ -117,46 +168,182 @@ func (a *actor) handleBusiness(vm *luavm.VM, m business) {
 	}
 }
 
-func (a *actor) handleControl(vm *luavm.VM, m any) {
-	if h, ok := m.(runHook); ok {
-		vm.RunHook(h.name, func(err *codes.Error) {
-			if err != nil {
-				h.done <- fmt.Errorf("service %s instance %d: %s: %w", a.id.Service, a.id.Instance, h.name, err)
-				return
-			}
-			h.done <- nil
+// handleControl serves one control message.
+func (a *actor) handleControl(m any) {
+	switch m := m.(type) {
+	case *luavm.Result:
+		// A result goes to the VM that waits for it, whichever that is.
+		if vm := a.vmOf(m.Gen); vm != nil {
+			a.safely(vm, func(vm *luavm.VM) { vm.HandleResult(m) })
+		}
+	case runHook:
+		a.safely(a.vm.Load(), func(vm *luavm.VM) {
+			vm.RunHook(m.name, func(err *codes.Error) {
+				if err != nil {
+					m.done <- fmt.Errorf("service %s instance %d: %s: %w", a.id.Service, a.id.Instance, m.name, err)
+					return
+				}
+				m.done <- nil
+			})
 		})
-		return
+	case prepareSwap:
+		a.prepare(m)
+	case commitSwap:
+		a.commit()
+		m.done <- struct{}{}
+	case abortSwap:
+		a.abort()
+		m.done <- struct{}{}
+	case setLimits:
+		a.business.setLimit(m.mailbox)
+		for _, vm := range a.vms() {
+			vm.SetLimits(time.Duration(m.handlerTimeout), m.maxPending)
+		}
+		m.done <- struct{}{}
+	default:
+		if a.paused {
+			// A session message during a swap belongs to the VM that
+			// wins it: the old one's state was already saved.
+			a.held = append(a.held, m)
+			return
+		}
+		a.safely(a.vm.Load(), func(vm *luavm.VM) { vm.HandleControl(m) })
 	}
-	vm.HandleControl(m)
 }
 
-// safely runs f on the current VM, turning a Go panic into a VM
-// replacement: the panic is logged and counted, every task of the old VM
-// gets handler_failed, and a fresh VM runs its init (SPEC §6).
-func (a *actor) safely(f func(vm *luavm.VM)) {
+// prepare is a reload's first step (SPEC §12): the actor stops taking
+// business messages, the old VM's reload_save runs, and next starts with
+// reload_load (when both hooks exist) or init. done gets the outcome;
+// the actor stays paused until commit or abort.
+func (a *actor) prepare(m prepareSwap) {
+	old := a.vm.Load()
+	a.paused = true
+	a.prepared = m.next
+	m.next.Attach(a)
+	start := func(state []byte) {
+		if a.prepared != m.next {
+			return // abandoned meanwhile (the reload's deadline passed)
+		}
+		a.safely(m.next, func(next *luavm.VM) {
+			finished := func(err *codes.Error) {
+				if err != nil {
+					m.done <- fmt.Errorf("service %s instance %d: %w", a.id.Service, a.id.Instance, err)
+					return
+				}
+				m.done <- nil
+			}
+			if old.HasHook("reload_save") && next.HasHook("reload_load") {
+				next.RunLoad(state, finished)
+			} else {
+				next.RunHook("init", finished)
+			}
+		})
+	}
+	a.safely(old, func(old *luavm.VM) {
+		old.RunSave(func(state []byte, err *codes.Error) {
+			if err != nil {
+				m.done <- fmt.Errorf("service %s instance %d: reload_save: %w", a.id.Service, a.id.Instance, err)
+				return
+			}
+			start(state)
+		})
+	})
+}
+
+// commit makes the prepared VM the actor's: new messages go to it from
+// now on; the old one's timers are dropped and it closes once its runs
+// have finished (their answers and replies included).
+func (a *actor) commit() {
+	old := a.vm.Load()
+	old.DropTimers()
+	a.old = append(a.old, old)
+	a.vm.Store(a.prepared)
+	a.prepared = nil
+	a.resume()
+	a.reap()
+}
+
+// abort drops the prepared VM: the old one goes on.
+func (a *actor) abort() {
+	if vm := a.prepared; vm != nil {
+		a.prepared = nil
+		func() {
+			defer func() { _ = recover() }()
+			vm.Abort(codes.New(codes.Unavailable, "the reload of service %s was abandoned", a.id.Service))
+		}()
+		vm.Close()
+	}
+	a.resume()
+}
+
+// resume ends the pause: the session messages held go to the current VM,
+// in order, and business messages flow again.
+func (a *actor) resume() {
+	a.paused = false
+	held := a.held
+	a.held = nil
+	for _, m := range held {
+		a.safely(a.vm.Load(), func(vm *luavm.VM) { vm.HandleControl(m) })
+	}
+	a.armedAt = time.Time{}
+}
+
+// safely runs f on vm, turning a Go panic into a VM replacement when vm
+// is the current one (the panic is logged and counted, every task of the
+// old VM gets handler_failed, and a fresh VM runs its init, SPEC §6); an
+// old VM that crashes while finishing its runs is closed instead. After
+// each step, old VMs without runs left are closed.
+func (a *actor) safely(vm *luavm.VM, f func(vm *luavm.VM)) {
 	if a.dead.Load() {
 		return // the loop answers for a dead actor
 	}
-	vm := a.vm.Load()
 	defer func() {
 		r := recover()
-		if r == nil && !vm.Crashed() {
-			tasks, _ := vm.Busy()
-			a.busy.Store(int32(tasks))
-			return
-		}
 		if r != nil {
 			// The VM's logger names the service and instance.
 			vm.Crash("go panic in actor", r, debug.Stack())
 		}
-		a.replace(vm)
+		switch {
+		case vm.Crashed() && vm == a.vm.Load():
+			a.replace(vm)
+		case vm.Crashed() && vm != a.prepared:
+			vm.Abort(vm.CrashError())
+			a.closeOld(vm)
+		}
+		a.reap()
 	}()
 	f(vm)
 }
 
+// reap closes the old VMs whose runs have all finished, and counts the
+// runs in flight.
+func (a *actor) reap() {
+	n := 0
+	for _, vm := range a.vms() {
+		tasks, _ := vm.Busy()
+		if tasks == 0 && vm != a.vm.Load() && vm != a.prepared {
+			a.closeOld(vm)
+			continue
+		}
+		n += tasks
+	}
+	a.busy.Store(int32(n))
+}
+
+// closeOld closes and forgets an old VM.
+func (a *actor) closeOld(vm *luavm.VM) {
+	for i, o := range a.old {
+		if o == vm {
+			a.old = append(a.old[:i], a.old[i+1:]...)
+			vm.Close()
+			return
+		}
+	}
+}
+
 // replace respawns a crashed VM (luavm.VM.Respawn, the one replacement
-// path) and runs the new VM's init before it takes messages.
+// path: the same code, never newer files) and runs the new VM's init
+// before it takes messages.
 func (a *actor) replace(old *luavm.VM) {
 	a.rt.metrics.VMRestarted(a.id.Service)
 	vm, err := old.Respawn()
@@ -169,11 +356,31 @@ func (a *actor) replace(old *luavm.VM) {
 	}
 	a.vm.Store(vm)
 	a.armedAt = time.Time{}
+	// The fresh VM takes messages only once its init ran (SPEC §8): if
+	// init raises, it is not started, and the instance is out of service.
+	a.paused = true
 	vm.RunHook("init", func(err *codes.Error) {
+		a.paused = false
 		if err != nil {
-			a.rt.log.Error("init of replacement VM failed", "service", a.id.Service, "instance", a.id.Instance, "code", string(err.Code), "message", err.Message)
+			a.rt.log.Error("init of replacement VM failed; the instance is out of service", "service", a.id.Service,
+				"instance", a.id.Instance, "code", string(err.Code), "message", err.Message)
+			a.kill()
 		}
 	})
+}
+
+// kill takes an actor out of service: its VM is closed, and everything
+// sent to it from now on is answered unavailable.
+func (a *actor) kill() {
+	vm := a.vm.Load()
+	a.dead.Store(true)
+	a.busy.Store(0)
+	func() {
+		defer func() { _ = recover() }()
+		vm.Abort(codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance))
+	}()
+	vm.Close()
+	a.drainDead()
 }
 
 // drainDead answers what waits in the business lane of an actor whose VM
@@ -181,12 +388,11 @@ func (a *actor) replace(old *luavm.VM) {
 // between are answered by the loop.
 func (a *actor) drainDead() {
 	for {
-		select {
-		case m := <-a.business:
-			a.reject(m)
-		default:
+		m, ok := a.business.pop()
+		if !ok {
 			return
 		}
+		a.reject(m)
 	}
 }
 
@@ -203,18 +409,30 @@ func (a *actor) reject(m business) {
 	}
 }
 
-// rejectControl handles a control message of a dead actor: a hook answers
-// at once (so that Stop does not wait for it; there is no VM to stop, so
-// stop succeeds), and replies and session messages have no VM to go to.
+// rejectControl handles a control message of a dead actor: a hook or a
+// reload step answers at once (there is no VM to stop, so stop succeeds;
+// there is none to reload either), and replies and session messages have
+// no VM to go to.
 func (a *actor) rejectControl(m any) {
-	h, ok := m.(runHook)
-	switch {
-	case !ok:
-	case h.name == "stop" || h.name == "draining":
-		h.done <- nil
-	default:
-		h.done <- fmt.Errorf("service %s instance %d: %s: %w", a.id.Service, a.id.Instance, h.name,
+	switch m := m.(type) {
+	case runHook:
+		if m.name == "stop" || m.name == "draining" {
+			m.done <- nil
+			return
+		}
+		m.done <- fmt.Errorf("service %s instance %d: %s: %w", a.id.Service, a.id.Instance, m.name,
 			codes.New(codes.Unavailable, "the instance is out of service"))
+	case prepareSwap:
+		m.next.Close()
+		m.done <- fmt.Errorf("service %s instance %d: %w", a.id.Service, a.id.Instance,
+			codes.New(codes.Unavailable, "the instance is out of service"))
+	case commitSwap:
+		m.done <- struct{}{}
+	case abortSwap:
+		m.done <- struct{}{}
+	case setLimits:
+		a.business.setLimit(m.mailbox)
+		m.done <- struct{}{}
 	}
 }
 
@@ -224,9 +442,7 @@ func (a *actor) rejectControl(m any) {
 func (a *actor) Self() egress.ActorID { return a.id }
 
 // Pick resolves a bind's target.
-func (a *actor) Pick(service, key string) (egress.ActorID, *codes.Error) {
-	return a.rt.Pick(service, key)
-}
+func (a *actor) Pick(service, key string) (egress.ActorID, *codes.Error) { return a.rt.Pick(service, key) }
 
 // Route delivers a shield.call or shield.send.
 func (a *actor) Route(c *luavm.Call) *codes.Error { return a.rt.Route(c) }

@@ -3,6 +3,7 @@ package service_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,18 +116,16 @@ return M`,
 	}
 }
 
-// TestReplacementFails checks an instance whose VM cannot be replaced (its
-// script is gone): requests are answered with unavailable, and Stop still
-// returns.
+// TestReplacementFails checks an instance whose replacement VM cannot
+// start (its init raises: SPEC §8, the VM is not started): requests are
+// answered with unavailable, and Stop still returns.
 func TestReplacementFails(t *testing.T) {
 	w := startWorld(t, map[string]string{
 		"actors.yaml": luatest.ConfigYAML("", luatest.ActorYAML("a", "", crashyRoutes), luatest.ActorYAML("b", "", "")),
-		"a.lua":       crashy,
-		"b.lua":       `return {}`,
+		"a.lua": strings.Replace(crashy, `function M.init(ctx) shield.log.info("init ran", "inst", ctx.instance) end`,
+			`function M.init(ctx) if shield.call("b", "inits") > 1 then error("no second init") end end`, 1),
+		"b.lua": `local n = 0 return { inits = function() n = n + 1 return n end }`,
 	})
-	if err := os.Remove(filepath.Join(w.Dir, "a.lua")); err != nil {
-		t.Fatal(err)
-	}
 	sleeping := w.Send(t, "a", 6, "{}")
 	crash := w.Send(t, "a", 1, "{}")
 	// The crash races these: each is either queued (and then answered by
@@ -154,7 +153,7 @@ func TestReplacementFails(t *testing.T) {
 			t.Fatalf("queued request: %v", r.Err)
 		}
 	}
-	w.Logs.WaitRecords(t, "cannot replace VM; the instance is out of service", 1)
+	w.Logs.WaitRecords(t, "init of replacement VM failed; the instance is out of service", 1)
 	in := &ingress.ClientIngress{Client: luatest.Client(1, 5), Body: []byte("{}"), Codec: "json"}
 	if err := w.Runtime.Deliver(luatest.ActorID("a"), in); err == nil || err.Code != "client_rpc.unavailable" {
 		t.Fatalf("deliver to a dead instance: %v", err)
@@ -189,5 +188,23 @@ func TestCodecPanic(t *testing.T) {
 		luatest.Expect(t, w.Await(t, id), "client_rpc.handler_failed", luatest.IncidentMsg.String())
 		luatest.Wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == i+1 })
 	}
+	luatest.Expect(t, w.Ask(t, "a", 5, "{}"), "1", "")
+}
+
+// TestRespawnUsesItsOwnCode (SPEC §12): a VM replaced after a crash loads
+// the code its actor runs, never newer files found on disk: a script
+// changed without a reload does not sneak in through a crash.
+func TestRespawnUsesItsOwnCode(t *testing.T) {
+	w := startWorld(t, map[string]string{
+		"actors.yaml": luatest.ConfigYAML("", luatest.ActorYAML("a", "", crashyRoutes), luatest.ActorYAML("b", "", "")),
+		"a.lua":       crashy,
+		"b.lua":       `return {}`,
+	})
+	newer := strings.Replace(crashy, "counter = counter + 1 return counter", "return 1000", 1)
+	if err := os.WriteFile(filepath.Join(w.Dir, "a.lua"), []byte(newer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	luatest.Expect(t, w.Ask(t, "a", 1, "{}"), "client_rpc.handler_failed", "")
+	luatest.Wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == 1 })
 	luatest.Expect(t, w.Ask(t, "a", 5, "{}"), "1", "")
 }

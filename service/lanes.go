@@ -7,11 +7,12 @@ import (
 	"github.com/shieldrpc/shield/luavm"
 )
 
-// controlQueue is the control lane: results, disconnects, hooks and stop.
-// It is unbounded because its messages must never be dropped (SPEC §4: a
-// Disconnected is never dropped; a lost call reply would leave a caller
-// waiting out its budget). Its producers are bounded by other means: replies
-// by max_pending, disconnects by the number of sessions.
+// controlQueue is the control lane: results, session lifecycle messages,
+// hooks, reload steps and stop. It is unbounded because its messages must
+// never be dropped (SPEC §4: a Disconnected is never dropped; a lost call
+// reply would leave a caller waiting out its budget). Its producers are
+// bounded by other means: replies by max_pending, session messages by the
+// number of sessions.
 type controlQueue struct {
 	mu     sync.Mutex // guards items
 	items  []any
@@ -54,15 +55,102 @@ func (q *controlQueue) pop() (any, bool) {
 	return m, true
 }
 
+// businessLane is the bounded lane: client frames and calls, at most
+// limit of them waiting (the actor's mailbox, which a reload may change at
+// once). A producer never blocks: a full lane refuses.
+type businessLane struct {
+	mu     sync.Mutex // guards items, head and limit
+	items  []business
+	head   int
+	limit  int
+	signal chan struct{} // holds one token while items is non-empty
+}
+
+func newBusinessLane(limit int) *businessLane {
+	return &businessLane{limit: limit, signal: make(chan struct{}, 1)}
+}
+
+// push queues m unless limit messages wait already.
+func (q *businessLane) push(m business) bool {
+	q.mu.Lock()
+	if len(q.items)-q.head >= q.limit {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, m)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// pop takes the oldest message.
+func (q *businessLane) pop() (business, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.items) {
+		return nil, false
+	}
+	m := q.items[q.head]
+	q.items[q.head] = nil
+	q.head++
+	if q.head == len(q.items) {
+		if cap(q.items) > 1024 {
+			q.items = nil
+		} else {
+			q.items = q.items[:0]
+		}
+		q.head = 0
+	}
+	return m, true
+}
+
+// len is the number of messages waiting.
+func (q *businessLane) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) - q.head
+}
+
+// setLimit changes the capacity; messages already waiting stay.
+func (q *businessLane) setLimit(n int) {
+	q.mu.Lock()
+	q.limit = n
+	q.mu.Unlock()
+}
+
 // Control messages that have no type of their own elsewhere.
 type (
-	// runHook asks the actor to run init or stop and report on done.
+	// runHook asks the actor to run one of its VM's own hooks (init,
+	// stop, draining) and report on done.
 	runHook struct {
 		name string
 		done chan<- error
 	}
 	// quit ends the actor's loop: every live task fails with unavailable.
 	quit struct{}
+	// prepareSwap is a reload's first step in one actor (SPEC §12): stop
+	// taking business messages, run the old VM's reload_save, start next
+	// with reload_load (or init), and report on done; the actor then
+	// waits for commitSwap or abortSwap.
+	prepareSwap struct {
+		next *luavm.VM
+		done chan<- error
+	}
+	// commitSwap makes the prepared VM the actor's; the old one finishes
+	// its runs and closes.
+	commitSwap struct{ done chan<- struct{} }
+	// abortSwap drops the prepared VM; the old one takes messages again.
+	abortSwap struct{ done chan<- struct{} }
+	// setLimits changes the actor's mailbox, handler_timeout and
+	// max_pending at once (a reload).
+	setLimits struct {
+		mailbox, maxPending int
+		handlerTimeout      int64 // nanoseconds
+		done                chan<- struct{}
+	}
 )
 
 // business is what the business lane carries: *ingress.ClientIngress or

@@ -24,12 +24,16 @@ import (
 type Metrics interface {
 	VMRestarted(service string)
 	HeapLimitHit()
+	// VMGeneration reports the code version a service runs: 1 at start,
+	// one more for each reload that replaced its VMs.
+	VMGeneration(service string, gen int)
 }
 
 type noMetrics struct{}
 
-func (noMetrics) VMRestarted(string) {}
-func (noMetrics) HeapLimitHit()      {}
+func (noMetrics) VMRestarted(string)       {}
+func (noMetrics) HeapLimitHit()            {}
+func (noMetrics) VMGeneration(string, int) {}
 
 // Options tune a Runtime.
 type Options struct {
@@ -59,6 +63,7 @@ type Runtime struct {
 	opts     Options
 	sink     atomic.Pointer[egress.Sink]
 	services map[string][]*actor // by service name, indexed by instance
+	gens     map[string]int      // code generations, by service; the reloading goroutine's (Reload runs one at a time)
 
 	stopOnce  sync.Once
 	watchStop chan struct{}
@@ -80,7 +85,7 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 	if opts.HeapCheckEvery <= 0 {
 		opts.HeapCheckEvery = 20 * time.Millisecond
 	}
-	rt := &Runtime{log: opts.Logger, metrics: opts.Metrics, opts: opts, services: map[string][]*actor{}}
+	rt := &Runtime{log: opts.Logger, metrics: opts.Metrics, opts: opts, services: map[string][]*actor{}, gens: map[string]int{}}
 	if opts.Sink != nil {
 		rt.SetSink(opts.Sink)
 	}
@@ -99,6 +104,8 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 			}
 			rt.services[a.Name] = append(rt.services[a.Name], newActor(rt, vm, a.Mailbox))
 		}
+		rt.gens[a.Name] = 1
+		opts.Metrics.VMGeneration(a.Name, 1)
 	}
 	if len(errs) > 0 {
 		rt.Close()
