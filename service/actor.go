@@ -442,7 +442,9 @@ func (a *actor) rejectControl(m any) {
 func (a *actor) Self() egress.ActorID { return a.id }
 
 // Pick resolves a bind's target.
-func (a *actor) Pick(service, key string) (egress.ActorID, *codes.Error) { return a.rt.Pick(service, key) }
+func (a *actor) Pick(service, key string) (egress.ActorID, *codes.Error) {
+	return a.rt.Pick(service, key)
+}
 
 // Route delivers a shield.call or shield.send.
 func (a *actor) Route(c *luavm.Call) *codes.Error { return a.rt.Route(c) }
