@@ -97,8 +97,10 @@ func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Sche
 				pushOwners[r.Binding] = r.Owner
 			}
 		}
-		sa := service.Actor{Name: a.Name, Mailbox: a.Mailbox}
-		for inst := 0; inst < a.Instances; inst++ {
+		// In a cluster a node compiles only the VMs it hosts (SPEC §10);
+		// the others are the cluster's to reach.
+		sa := service.Actor{Name: a.Name, Mailbox: a.Mailbox, Instances: a.Instances}
+		for _, inst := range cfg.HostedInstances(a.Name) {
 			spec := luavm.Spec{
 				Service:        a.Name,
 				Instance:       inst,

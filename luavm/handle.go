@@ -206,7 +206,7 @@ func (vm *VM) returnCall(t *task, vals []lua.LValue, err *codes.Error) {
 		}
 		return
 	}
-	r := &Result{To: c.From, ID: c.ID, Gen: c.Gen, Err: err}
+	r := &Result{To: c.From, ID: c.ID, Gen: c.Gen, Err: err, Reply: c.Reply}
 	if err == nil && len(vals) > 0 {
 		r.Values = make([][]byte, len(vals))
 		for i, v := range vals {

@@ -198,7 +198,7 @@ func (a *actor) reject(m business) {
 		a.rt.respond(m.Answer(a.id.Service, nil, unavailable))
 	case *luavm.Call:
 		if m.ID != 0 {
-			a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Gen: m.Gen, Err: unavailable})
+			a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Gen: m.Gen, Err: unavailable, Reply: m.Reply})
 		}
 	}
 }
