@@ -38,6 +38,10 @@ type Options struct {
 	Override func(*config.Config)
 	// Metrics counts the runtime's events; nil: none (Start gives its own).
 	Metrics *metrics.Metrics
+	// OnFatal, in a cluster, runs when the node finds it was declared dead
+	// (SPEC §10); nil: log and exit with status 1. Tests running several
+	// nodes in one process set it.
+	OnFatal func(error)
 }
 
 // Compile runs the three layers on the file at path. When layer 1 or 2
