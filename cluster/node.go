@@ -71,7 +71,7 @@ type Node struct {
 	cm      *metrics.Cluster
 	log     *slog.Logger
 	onFatal func(error)
-	self    *peer              // this node as its presence messages describe it
+	self    *peer                    // this node as its presence messages describe it
 	budgets map[string]time.Duration // handler_timeout by service
 
 	srv *server.Server // the embedded NATS server; nil with cluster.nats

@@ -20,7 +20,7 @@ import (
 type pending struct {
 	node     string         // the node it went to
 	target   egress.ActorID // a client frame's target instance
-	deadline time.Time // settled with a timeout past this
+	deadline time.Time      // settled with a timeout past this
 
 	in   *ingress.ClientIngress // a client frame
 	call *luavm.Call            // a shield.call
