@@ -133,6 +133,7 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		}
 	}
 	n.cm.Nodes.Set(1)
+	n.lateJoin.Store(true) // New runs the checks itself, unless NATS is not there yet
 	if err := n.connect(); err != nil {
 		n.Close()
 		return nil, err
@@ -145,6 +146,10 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		select {
 		case <-wait.Done():
 			n.log.Warn("cluster: NATS not reachable yet; starting unready and retrying", "nats", n.natsURL())
+			n.lateJoin.Store(false)
+			if n.connected.Load() {
+				n.joinLater() // it connected just now
+			}
 			return n, nil
 		case <-time.After(10 * time.Millisecond): // polling the connect callback, bounded by wait
 		}
@@ -282,27 +287,29 @@ func (n *Node) onConnect(again bool) {
 	if n.serving.Load() {
 		n.announce(pb.Presence_HEARTBEAT)
 		n.announce(pb.Presence_PROBE)
-	} else if !n.joined.Load() && n.self != nil {
-		// A node that started without NATS runs its checks now.
-		n.loops.Add(1)
-		go func() {
-			defer n.loops.Done()
-			if n.lateJoin.CompareAndSwap(false, true) {
-				ctx, cancel := context.WithCancel(context.Background())
-				go func() {
-					select {
-					case <-n.stop:
-					case <-ctx.Done():
-					}
-					cancel()
-				}()
-				if err := n.join(ctx); err != nil && ctx.Err() == nil {
-					n.fatal(err)
-				}
-				cancel()
-			}
-		}()
+	} else if !n.joined.Load() {
+		n.joinLater()
 	}
+}
+
+// joinLater runs the start-up checks of a node that started without NATS,
+// once, when it connects: a refusal then is fatal (SPEC §10: the node is
+// not ready yet, and exits with status 1).
+func (n *Node) joinLater() {
+	if !n.lateJoin.CompareAndSwap(false, true) {
+		return
+	}
+	n.loops.Add(1)
+	go func() {
+		defer n.loops.Done()
+		if err := n.join(context.Background()); err != nil {
+			select {
+			case <-n.stop:
+			default:
+				n.fatal(err)
+			}
+		}
+	}()
 }
 
 // onDisconnect runs when the connection drops: what is in flight to other
@@ -381,7 +388,7 @@ func (n *Node) Serve() error {
 // its instances announced), not leaving, and one heartbeat since it
 // (re)connected, so it has heard from every live node.
 func (n *Node) Ready() bool {
-	if !n.connected.Load() || !n.serving.Load() || n.leaving.Load() || n.dead.Load() {
+	if !n.connected.Load() || !n.joined.Load() || !n.serving.Load() || n.leaving.Load() || n.dead.Load() {
 		return false
 	}
 	return time.Since(time.Unix(0, n.connectedAt.Load())) >= n.cl.Heartbeat
@@ -469,6 +476,8 @@ func (n *Node) onPresence(msg *nats.Msg) {
 				// Another process is starting under this node's name: it
 				// hears this heartbeat and refuses.
 				n.announce(pb.Presence_HEARTBEAT)
+			} else {
+				n.peers.heard(peerOf(&m, now)) // for this node's own start-up checks
 			}
 			return
 		}

@@ -112,6 +112,9 @@ func (t *peerTable) heard(p *peer) (replaced *peer, joined bool) {
 		}
 		return nil, false
 	}
+	if old != nil && !old.joining && p.joining {
+		return nil, false // a process starting under a live node's name: it refuses itself
+	}
 	if old != nil {
 		t.removeLocked(old)
 		replaced = old
