@@ -119,7 +119,11 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		o.Logger = slog.Default()
 	}
 	cfg := o.Config
-	n := &Node{cfg: cfg, cl: cfg.Cluster, name: cfg.Node.Name, subj: subjects{prefix: cfg.Cluster.Prefix},
+	instances := map[string]int{}
+	for _, a := range cfg.Actors {
+		instances[a.Name] = a.Instances
+	}
+	n := &Node{cfg: cfg, cl: cfg.Cluster, name: cfg.Node.Name, subj: newSubjects(cfg.Cluster.Prefix, instances),
 		rt: o.Runtime, edge: o.Table.Edge(), m: o.Metrics, cm: o.Metrics.EnableCluster(), log: o.Logger.With("node", cfg.Node.Name),
 		onFatal: o.OnFatal, budgets: map[string]time.Duration{}, pend: newPendingTable(), peers: newPeerTable(),
 		owners: newOwners(), stop: make(chan struct{})}

@@ -17,10 +17,29 @@ import (
 // Service and node names are config names; a node name may hold '.', which
 // would split a token, so names are escaped (token).
 type subjects struct {
-	prefix string
+	prefix    string
+	instances map[egress.ActorID]string // every instance's subject, made once: one per frame would allocate
+}
+
+func newSubjects(prefix string, actors map[string]int) subjects {
+	s := subjects{prefix: prefix, instances: map[egress.ActorID]string{}}
+	for name, n := range actors {
+		for i := range n {
+			a := egress.ActorID{Service: name, Instance: i}
+			s.instances[a] = s.makeInstance(a)
+		}
+	}
+	return s
 }
 
 func (s subjects) instance(a egress.ActorID) string {
+	if subj, ok := s.instances[a]; ok {
+		return subj
+	}
+	return s.makeInstance(a)
+}
+
+func (s subjects) makeInstance(a egress.ActorID) string {
 	return s.prefix + ".svc." + token(a.Service) + "." + strconv.Itoa(a.Instance)
 }
 
