@@ -190,6 +190,10 @@ func TableHash(cfg *config.Config, t *descriptor.Table) string {
 // Name is the node's name.
 func (n *Node) Name() string { return n.name }
 
+// Incarnation is this process's random membership name: a node that
+// restarts under the same name is another member.
+func (n *Node) Incarnation() string { return n.self.inc }
+
 // AttachGateway makes gw this node's gateway: refs naming this node reach
 // it directly, and its subject is served. Call it before Serve.
 func (n *Node) AttachGateway(gw *gateway.Gateway) { n.gw = gw }
