@@ -21,6 +21,7 @@ import (
 // Server is the admin HTTP server.
 type Server struct {
 	ready atomic.Bool
+	check atomic.Pointer[func() bool] // SetReadyCheck's condition; nil: none
 	srv   *http.Server
 	mux   *http.ServeMux // safe to add routes to while serving
 	play  atomic.Value   // string: the listener /play/ plays on; "" without it
@@ -42,7 +43,7 @@ func New(addr string, reg *prometheus.Registry, withPProf bool) (*Server, error)
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.ready.Load() {
+		if !s.Ready() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
@@ -70,6 +71,18 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // SetReady flips /readyz.
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// SetReadyCheck adds a condition /readyz holds to besides SetReady: a
+// cluster node is ready only while it reaches NATS (SPEC §10).
+func (s *Server) SetReadyCheck(f func() bool) { s.check.Store(&f) }
+
+// Ready is what /readyz answers.
+func (s *Server) Ready() bool {
+	if f := s.check.Load(); f != nil && !(*f)() {
+		return false
+	}
+	return s.ready.Load()
+}
 
 // Close stops the server, waiting up to ctx for requests in progress.
 func (s *Server) Close(ctx context.Context) error {

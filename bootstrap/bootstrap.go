@@ -5,14 +5,11 @@
 package bootstrap
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
-	"github.com/shieldrpc/shield/gateway"
 	"github.com/shieldrpc/shield/luavm"
 	"github.com/shieldrpc/shield/metrics"
 	"github.com/shieldrpc/shield/service"
@@ -41,6 +38,10 @@ type Options struct {
 	Override func(*config.Config)
 	// Metrics counts the runtime's events; nil: none (Start gives its own).
 	Metrics *metrics.Metrics
+	// OnFatal, in a cluster, runs when the node finds it was declared dead
+	// (SPEC §10); nil: log and exit with status 1. Tests running several
+	// nodes in one process set it.
+	OnFatal func(error)
 }
 
 // Compile runs the three layers on the file at path. When layer 1 or 2
@@ -48,28 +49,9 @@ type Options struct {
 // when a VM fails to compile it returns every VM's errors and closes the VMs
 // it spawned.
 func Compile(path string, opts Options) (*Report, error) {
-	cfg, err := config.Load(path)
-	var errs config.Errors
+	cfg, table, err := validate(path, opts)
 	if err != nil {
-		if !errors.As(err, &errs) || cfg == nil {
-			return nil, err
-		}
-	}
-	if opts.Override != nil {
-		opts.Override(cfg)
-	}
-	table, merrs := descriptor.Merge(cfg)
-	errs = append(errs, merrs...)
-	// TLS files are checked here so that `gateway check` reports a
-	// missing or broken certificate, as it reports a broken script.
-	for i := range cfg.Network.Listeners {
-		l := &cfg.Network.Listeners[i]
-		if _, err := gateway.TLSConfig(l); err != nil {
-			errs = append(errs, &config.Error{File: cfg.File, Line: l.Line, Msg: fmt.Sprintf("listener %q: %v", l.Name, err)})
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errs.Err()
+		return nil, err
 	}
 	schemas, err := SetupCodecs(cfg, table)
 	if err != nil {
@@ -100,8 +82,10 @@ func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Sche
 				pushOwners[r.Binding] = r.Owner
 			}
 		}
-		sa := service.Actor{Name: a.Name, Mailbox: a.Mailbox}
-		for inst := 0; inst < a.Instances; inst++ {
+		// In a cluster a node compiles only the VMs it hosts (SPEC §10);
+		// the others are the cluster's to reach.
+		sa := service.Actor{Name: a.Name, Mailbox: a.Mailbox, Instances: a.Instances}
+		for _, inst := range cfg.HostedInstances(a.Name) {
 			spec := luavm.Spec{
 				Service:        a.Name,
 				Instance:       inst,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shieldrpc/shield/admin"
+	"github.com/shieldrpc/shield/cluster"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/gateway"
 	"github.com/shieldrpc/shield/metrics"
@@ -22,8 +23,10 @@ type Server struct {
 	Gateway  *gateway.Gateway
 	Metrics  *metrics.Metrics
 	Admin    *admin.Server // nil without network.admin
+	Cluster  *cluster.Node // nil without a cluster key (cluster.go)
 	log      *slog.Logger
 	shutdown time.Duration
+	reloader reloader // see reload.go
 }
 
 // Start compiles the config at path, starts every service (each VM's init
@@ -42,29 +45,53 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 	}
 	rt := rep.Runtime
 	m.WatchMailboxes(rt.Services(), rt.MailboxDepth)
+	loaded := *rep.Config // as written: what a reload compares against
 	rep.Config.Session.MaxSessions = fitFileLimit(rep.Config.Session.MaxSessions, log)
-	gw, err := gateway.New(gateway.Options{Config: rep.Config, Table: rep.Table, Services: rt, Metrics: m, Logger: log})
+	node, err := joinCluster(ctx, rep, m, log, opts)
 	if err != nil {
 		rep.Close()
 		return nil, err
 	}
-	rt.SetSink(gw)
-	s := &Server{Report: rep, Runtime: rt, Gateway: gw, Metrics: m, log: log, shutdown: rep.Config.Session.ShutdownGrace}
+	gw, err := gateway.New(gateway.Options{Config: rep.Config, Table: rep.Table, Services: services(node, rep), Metrics: m, Logger: log})
+	if err != nil {
+		rep.Close()
+		node.Close()
+		return nil, err
+	}
+	rt.SetSink(sink(node, gw, len(rep.Config.Network.Listeners)))
+	s := &Server{Report: rep, Runtime: rt, Gateway: gw, Metrics: m, Cluster: node, log: log, shutdown: rep.Config.Session.ShutdownGrace,
+		reloader: reloader{path: path, opts: opts, cfg: &loaded, table: rep.Table}}
 	// The admin server comes first so that /healthz answers, and /readyz
 	// says "not ready", while the VMs' init runs.
 	if a := rep.Config.Network.Admin; a != nil {
 		if s.Admin, err = admin.New(a.Address, m.Registry, a.PProf); err != nil {
 			rep.Close()
+			s.closeCluster()
 			return nil, fmt.Errorf("admin: %w", err)
 		}
+		if node != nil {
+			s.Admin.SetReadyCheck(node.Ready)
+		}
+		s.Admin.ServeAPI(a.Token, adminAPI{s})
 	}
 	if err := rt.Start(ctx); err != nil {
 		s.closeAdmin()
+		s.closeCluster()
 		return nil, fmt.Errorf("start: %w", err)
+	}
+	if node != nil {
+		if err := node.Serve(); err != nil {
+			s.closeAdmin()
+			s.closeCluster()
+			return nil, errors.Join(err, rt.Stop(ctx))
+		}
 	}
 	if err := gw.Listen(); err != nil {
 		s.closeAdmin()
-		return nil, errors.Join(err, rt.Stop(ctx))
+		node.Leave()
+		err = errors.Join(err, rt.Stop(ctx))
+		s.closeCluster()
+		return nil, err
 	}
 	gw.Serve()
 	if s.Admin != nil {
@@ -145,11 +172,13 @@ wait:
 		}
 	}
 	s.Gateway.CloseAll()
+	s.leaveCluster(grace)
 	// Disconnected messages are on the control lanes now; stop is queued
 	// behind them, so every client_disconnected runs before stop.
 	stopCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel2()
 	err := s.Runtime.Stop(stopCtx)
+	s.closeCluster()
 	s.closeAdmin()
 	return err
 }

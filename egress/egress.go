@@ -49,6 +49,9 @@ type Response struct {
 	Service  string
 	Route    string
 	Received time.Time
+	// Reply is the request's ingress.ClientIngress.Reply: in a cluster,
+	// where the answer travels; empty in one process (the local gateway).
+	Reply string
 }
 
 // Push is one s2c (or bidi) frame for one or many sessions. The body is

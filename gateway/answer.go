@@ -18,7 +18,7 @@ func (g *Gateway) Respond(r *egress.Response) {
 	// The descriptor is the authority on a route's name: an answer that
 	// does not carry it (a dead VM's unavailable) is still labelled by
 	// name, as SPEC §9 asks, and the legacy envelopes carry it.
-	er := g.edge.Lookup(r.RouteID)
+	er := g.edge.Load().Lookup(r.RouteID)
 	route := r.Route
 	if route == "" && er != nil {
 		route = er.Name

@@ -57,7 +57,7 @@ type Options struct {
 type Gateway struct {
 	cfg      *config.Config
 	name     string
-	edge     *descriptor.Edge
+	edge     atomic.Pointer[descriptor.Edge] // swapped whole by a reload
 	svc      Services
 	m        *metrics.Metrics
 	log      *slog.Logger
@@ -96,7 +96,6 @@ func New(o Options) (*Gateway, error) {
 	g := &Gateway{
 		cfg:      o.Config,
 		name:     o.Config.Node.Name,
-		edge:     o.Table.Edge(),
 		svc:      o.Services,
 		m:        o.Metrics,
 		log:      o.Logger,
@@ -104,6 +103,7 @@ func New(o Options) (*Gateway, error) {
 		peers:    map[uint64]*peer{},
 		limits:   session.Limits{MaxInflight: sc.MaxInflight, Outbound: sc.OutboundQueue, OutboundBytes: sc.OutboundQueueBytes},
 	}
+	g.edge.Store(o.Table.Edge())
 	g.stop, g.cancelStop = context.WithCancel(context.Background())
 	g.policy = session.Policy{KickOld: sc.DuplicateLogin == "kick_old", Bound: g.bound}
 	for i := range o.Config.Network.Listeners {
@@ -115,6 +115,11 @@ func New(o Options) (*Gateway, error) {
 	}
 	return g, nil
 }
+
+// SetTable makes t the route table frames are checked against, at once
+// and atomically (a reload, SPEC §12): a frame is judged whole by one
+// table or the other.
+func (g *Gateway) SetTable(t *descriptor.Table) { g.edge.Store(t.Edge()) }
 
 // Name is the node name carried in every ClientRef.
 func (g *Gateway) Name() string { return g.name }

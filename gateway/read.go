@@ -22,9 +22,10 @@ func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket) {
 	// Resolve the route first (route_id wins; a legacy frame may name it
 	// instead), so that every error frame, the edge's own included,
 	// carries the route's id and name as the request's answer would.
-	r := p.g.edge.Lookup(f.RouteID)
+	edge := p.g.edge.Load() // one table for the whole frame, whatever a reload does
+	r := edge.Lookup(f.RouteID)
 	if f.RouteID == 0 && f.Route != "" {
-		r = p.g.edge.LookupName(f.Route)
+		r = edge.LookupName(f.Route)
 	}
 	if r != nil {
 		f.RouteID, f.Route = r.ID, r.Name

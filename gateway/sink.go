@@ -13,7 +13,7 @@ import (
 // pass.
 func (g *Gateway) Push(p *egress.Push) []codes.Code {
 	out := make([]codes.Code, len(p.Targets))
-	r := g.edge.Lookup(p.RouteID)
+	r := g.edge.Load().Lookup(p.RouteID)
 	if code := egress.CheckRoute(r); code != "" {
 		for i := range out {
 			out[i] = code

@@ -39,6 +39,10 @@ type ClientIngress struct {
 	// Received is when the gateway read the frame: the handler's budget
 	// counts from it (SPEC §6), and so do the handler metrics.
 	Received time.Time
+	// Reply is opaque to services: in a cluster, where the node that
+	// carried the frame wants its answer (a NATS reply subject); empty in
+	// one process. Answer copies it.
+	Reply string
 }
 
 // Notify reports whether the frame expects no answer.
@@ -51,7 +55,7 @@ func (in *ClientIngress) Notify() bool { return in.Client.RequestID == 0 }
 func (in *ClientIngress) Answer(service string, body []byte, err *codes.Error) *egress.Response {
 	c := &in.Client
 	return &egress.Response{SessionID: c.Ref.SessionID, RouteID: c.RouteID, RequestID: c.RequestID,
-		Body: body, Err: err, Notify: in.Notify(), Service: service, Route: c.Route, Received: in.Received}
+		Body: body, Err: err, Notify: in.Notify(), Service: service, Route: c.Route, Received: in.Received, Reply: in.Reply}
 }
 
 // The session lifecycle messages a target hears. They travel on the

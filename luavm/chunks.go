@@ -2,9 +2,13 @@ package luavm
 
 import (
 	"bytes"
+	"maps"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/shieldrpc/shield/descriptor"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -119,13 +123,28 @@ func compiled(path string, src []byte) (cachedChunk, error) {
 	return c, nil
 }
 
-// CodeChanged reports whether next, a VM just loaded from the files on
-// disk, runs other code than vm: a reload replaces an actor's VMs only
-// when its script, or a module it requires, changed (or its routes or its
-// settings did). A file next loaded counts when vm did not load it with
-// the same content; a file only vm loaded (a module it required later, in
-// a handler) counts when it changed on disk since.
-func (vm *VM) CodeChanged(next *VM) bool {
+// Differs says why next, a VM just compiled from the reloaded config and
+// the files on disk, must replace vm (SPEC §12): "code" when the script or
+// a module it requires changed, "routes" when the routes it owns or the
+// push routes other services own did, "settings" when its settings did;
+// "" when vm can go on. Limits are not a reason: they change in place.
+func (vm *VM) Differs(next *VM) string {
+	switch a, b := &vm.spec, &next.spec; {
+	case vm.codeChanged(next):
+		return "code"
+	case !descriptor.SameRoutes(a.Routes, b.Routes) || !maps.Equal(a.PushOwners, b.PushOwners):
+		return "routes"
+	case !reflect.DeepEqual(a.Settings, b.Settings):
+		return "settings"
+	}
+	return ""
+}
+
+// codeChanged reports whether next runs other code than vm. A file next
+// loaded counts when vm did not load it with the same content; a file
+// only vm loaded (a module it required later, in a handler) counts when
+// it changed on disk since.
+func (vm *VM) codeChanged(next *VM) bool {
 	mine, theirs := vm.sources(), next.sources()
 	for path, src := range theirs {
 		if old, ok := mine[path]; !ok || old != src {

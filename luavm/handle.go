@@ -219,7 +219,7 @@ func (vm *VM) returnCall(t *task, vals []lua.LValue, err *codes.Error) {
 		}
 		return
 	}
-	r := &Result{To: c.From, ID: c.ID, Gen: c.Gen, Err: err}
+	r := &Result{To: c.From, ID: c.ID, Gen: c.Gen, Err: err, Reply: c.Reply}
 	if err == nil && len(vals) > 0 {
 		r.Values = make([][]byte, len(vals))
 		for i, v := range vals {
@@ -353,6 +353,10 @@ func (vm *VM) SetLimits(handlerTimeout time.Duration, maxPending int) {
 		vm.spec.MaxPending = maxPending
 	}
 }
+
+// SetSchemas changes the JSON Schemas requests are validated against (a
+// reload whose schema files changed but not the VM's code).
+func (vm *VM) SetSchemas(s *codec.Schemas) { vm.spec.Schemas = s }
 
 // Gen is the VM's generation: a Result with another Gen is not its own.
 func (vm *VM) Gen() uint64 { return vm.gen }

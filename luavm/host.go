@@ -32,6 +32,10 @@ type Call struct {
 	// calls from 1 again: Gen keeps a reply meant for the old VM from
 	// resuming whatever the new one is waiting for under the same ID.
 	Gen uint64
+	// Reply is opaque to the VMs: in a cluster, where a call that crossed
+	// nodes wants its Result (a NATS reply subject); empty in one
+	// process. Every Result answering the call copies it.
+	Reply string
 }
 
 // Result completes something a VM is waiting for: a call's reply or a
@@ -45,6 +49,8 @@ type Result struct {
 	Err    *codes.Error
 	// Ref is a bind's new ClientRef.
 	Ref egress.ClientRef
+	// Reply is the answered Call's Reply.
+	Reply string
 }
 
 // Host is what a VM needs from the actor that runs it. Its methods are

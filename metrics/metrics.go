@@ -38,6 +38,9 @@ type Metrics struct {
 
 	reqMu    sync.RWMutex // guards reqCache
 	reqCache map[requestKey]requestMetrics
+
+	clusterOnce sync.Once
+	cluster     *Cluster // nil until EnableCluster (cluster.go)
 }
 
 // New creates the metrics on a fresh registry, with the Go runtime and

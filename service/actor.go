@@ -198,6 +198,9 @@ func (a *actor) handleControl(m any) {
 		a.business.setLimit(m.mailbox)
 		for _, vm := range a.vms() {
 			vm.SetLimits(time.Duration(m.handlerTimeout), m.maxPending)
+			if m.keep {
+				vm.SetSchemas(m.schemas)
+			}
 		}
 		m.done <- struct{}{}
 	default:
@@ -404,7 +407,7 @@ func (a *actor) reject(m business) {
 		a.rt.respond(m.Answer(a.id.Service, nil, unavailable))
 	case *luavm.Call:
 		if m.ID != 0 {
-			a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Gen: m.Gen, Err: unavailable})
+			a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Gen: m.Gen, Err: unavailable, Reply: m.Reply})
 		}
 	}
 }

@@ -80,14 +80,12 @@ func (rt *Runtime) watchHeap() {
 			}
 		}
 		fired = heap
-		for _, actors := range rt.services {
-			for _, a := range actors {
-				if a.vm.Load().InterruptHeap() {
-					rt.log.Warn("heap limit passed: running handler stopped", "service", a.id.Service, "instance", a.id.Instance,
-						"heap_bytes", heap, "limit", limit)
-				}
+		rt.each(func(a *actor) {
+			if a.vm.Load().InterruptHeap() {
+				rt.log.Warn("heap limit passed: running handler stopped", "service", a.id.Service, "instance", a.id.Instance,
+					"heap_bytes", heap, "limit", limit)
 			}
-		}
+		})
 		rt.metrics.HeapLimitHit()
 	}
 }

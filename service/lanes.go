@@ -3,6 +3,7 @@ package service
 import (
 	"sync"
 
+	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/ingress"
 	"github.com/shieldrpc/shield/luavm"
 )
@@ -148,7 +149,9 @@ type (
 	// max_pending at once (a reload).
 	setLimits struct {
 		mailbox, maxPending int
-		handlerTimeout      int64 // nanoseconds
+		handlerTimeout      int64          // nanoseconds
+		schemas             *codec.Schemas // the kept VM's, with keep
+		keep                bool           // the VM stays: it takes schemas
 		done                chan<- struct{}
 	}
 )

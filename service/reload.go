@@ -6,18 +6,23 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/luavm"
 )
 
-// Change is a reload's work for one actor (SPEC §12): its new limits,
-// which take effect at once, and, when its code, routes or settings
-// changed, its new VMs, one per instance, compiled and not started.
+// Change is a reload's work for one actor (SPEC §12): its new limits and
+// schemas, which take effect at once, and, when its code, routes or
+// settings changed, its new VMs, compiled and not started.
 type Change struct {
 	Service        string
 	Mailbox        int
 	HandlerTimeout time.Duration
 	MaxPending     int
-	// VMs are the actor's new VMs by instance, or nil to keep its VMs.
+	// Schemas validate the requests of the VMs kept (new VMs carry their
+	// own in their spec).
+	Schemas *codec.Schemas
+	// VMs are the actor's new VMs by instance (nil at an instance hosted
+	// on another node), or nil to keep its VMs.
 	VMs []*luavm.VM
 }
 
@@ -39,11 +44,13 @@ func (rt *Runtime) Reload(ctx context.Context, changes []Change) (swapped []stri
 	var errs []error
 	for _, c := range changes {
 		actors := rt.services[c.Service]
-		if len(actors) == 0 || (c.VMs != nil && len(c.VMs) != len(actors)) {
+		if len(actors) == 0 || (c.VMs != nil && !sameHosts(actors, c.VMs)) {
 			for _, vm := range c.VMs {
-				vm.Close()
+				if vm != nil {
+					vm.Close()
+				}
 			}
-			errs = append(errs, fmt.Errorf("reload: service %s: %d VMs for %d instances", c.Service, len(c.VMs), len(actors)))
+			errs = append(errs, fmt.Errorf("reload: service %s: new VMs do not match its instances", c.Service))
 			continue
 		}
 		rt.setLimits(actors, c)
@@ -61,13 +68,42 @@ func (rt *Runtime) Reload(ctx context.Context, changes []Change) (swapped []stri
 	return swapped, errors.Join(errs...)
 }
 
-// setLimits gives every instance of an actor its new limits.
+// sameHosts reports whether vms has a VM exactly at the instances this
+// node hosts.
+func sameHosts(actors []*actor, vms []*luavm.VM) bool {
+	if len(vms) != len(actors) {
+		return false
+	}
+	for i, a := range actors {
+		if (a == nil) != (vms[i] == nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// hosted is the number of instances of actors this node runs.
+func hosted(actors []*actor) int {
+	n := 0
+	for _, a := range actors {
+		if a != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// setLimits gives every instance of an actor its new limits, and the kept
+// VMs their new schemas.
 func (rt *Runtime) setLimits(actors []*actor, c Change) {
 	done := make(chan struct{}, len(actors))
 	for _, a := range actors {
-		a.control.push(setLimits{mailbox: c.Mailbox, maxPending: c.MaxPending, handlerTimeout: int64(c.HandlerTimeout), done: done})
+		if a != nil {
+			a.control.push(setLimits{mailbox: c.Mailbox, maxPending: c.MaxPending, handlerTimeout: int64(c.HandlerTimeout),
+				schemas: c.Schemas, keep: c.VMs == nil, done: done})
+		}
 	}
-	for range actors {
+	for range hosted(actors) {
 		<-done
 	}
 }
@@ -75,12 +111,15 @@ func (rt *Runtime) setLimits(actors []*actor, c Change) {
 // swap prepares every instance's new VM at once, then commits all of them
 // or, when one failed (or ctx ended), aborts all.
 func (rt *Runtime) swap(ctx context.Context, actors []*actor, next []*luavm.VM) error {
-	prepared := make(chan error, len(actors))
+	n := hosted(actors)
+	prepared := make(chan error, n)
 	for i, a := range actors {
-		a.control.push(prepareSwap{next: next[i], done: prepared})
+		if a != nil {
+			a.control.push(prepareSwap{next: next[i], done: prepared})
+		}
 	}
 	var errs []error
-	for range actors {
+	for range n {
 		select {
 		case err := <-prepared:
 			if err != nil {
@@ -93,15 +132,17 @@ func (rt *Runtime) swap(ctx context.Context, actors []*actor, next []*luavm.VM) 
 			break
 		}
 	}
-	done := make(chan struct{}, len(actors))
+	done := make(chan struct{}, n)
 	for _, a := range actors {
-		if len(errs) == 0 {
+		switch {
+		case a == nil:
+		case len(errs) == 0:
 			a.control.push(commitSwap{done: done})
-		} else {
+		default:
 			a.control.push(abortSwap{done: done})
 		}
 	}
-	for range actors {
+	for range n {
 		<-done
 	}
 	return errors.Join(errs...)

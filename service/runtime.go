@@ -54,6 +54,22 @@ type Actor struct {
 	Name    string
 	Mailbox int
 	VMs     []luavm.Spec
+	// Instances is the service's number of instances in the whole
+	// cluster, when this node hosts only some of them (SPEC §10): VMs then
+	// holds the hosted ones, each at its Spec.Instance, and the others are
+	// reached through the Remote. 0: len(VMs), every instance is here.
+	Instances int
+}
+
+// Remote carries what the runtime cannot deliver itself: calls to, and
+// results for, instances another node of a cluster hosts. Without one
+// (one process) every instance is local. Its methods never block.
+type Remote interface {
+	// Route delivers a call to instance to, hosted elsewhere, or fails
+	// fast (unavailable: no live host).
+	Route(to egress.ActorID, c *luavm.Call) *codes.Error
+	// Return delivers a result to its caller's node.
+	Return(r *luavm.Result)
 }
 
 // Runtime is every running service of one node.
@@ -62,19 +78,19 @@ type Runtime struct {
 	metrics  Metrics
 	opts     Options
 	sink     atomic.Pointer[egress.Sink]
-	services map[string][]*actor // by service name, indexed by instance
+	remote   Remote              // nil: one process; set before Start
+	services map[string][]*actor // by service name, indexed by instance; nil for an instance hosted elsewhere
 	gens     map[string]int      // code generations, by service; the reloading goroutine's (Reload runs one at a time)
+	outside  outsideCalls        // calls made from Go, see Call
 
 	stopOnce  sync.Once
 	watchStop chan struct{}
 	watchDone chan struct{}
 }
 
-// New compiles every VM of every actor (validation layer 3) and wraps each
-// in an actor; nothing runs until Start. It is the one place VMs are made
-// (a crashed VM respawns itself, luavm.VM.Respawn). When VMs fail to
-// compile it returns every actor's errors (as config.Errors, once per
-// actor however many instances it has) and closes what it made.
+// New compiles every VM of every actor (Compile) and wraps each in an
+// actor; nothing runs until Start. VMs are made by Compile only (a
+// crashed VM respawns itself, luavm.VM.Respawn).
 func New(actors []Actor, opts Options) (*Runtime, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -89,8 +105,45 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 	if opts.Sink != nil {
 		rt.SetSink(opts.Sink)
 	}
+	vms, err := Compile(actors)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range actors {
+		rt.services[a.Name] = make([]*actor, len(vms[i]))
+		for inst, vm := range vms[i] {
+			if vm != nil {
+				rt.services[a.Name][inst] = newActor(rt, vm, a.Mailbox)
+			}
+		}
+		rt.gens[a.Name] = 1
+		opts.Metrics.VMGeneration(a.Name, 1)
+	}
+	return rt, nil
+}
+
+// each runs f for every actor of this node, skipping the instances hosted
+// elsewhere.
+func (rt *Runtime) each(f func(a *actor)) {
+	for _, actors := range rt.services {
+		for _, a := range actors {
+			if a != nil {
+				f(a)
+			}
+		}
+	}
+}
+
+// Compile compiles every VM of every actor (validation layer 3): the
+// VMs of actors[i] by instance, nil at an instance hosted on another node.
+// When VMs fail to compile it returns every actor's errors (as
+// config.Errors, once per actor however many instances it has) and closes
+// what it made. A reload compiles its new VMs with it too.
+func Compile(actors []Actor) ([][]*luavm.VM, error) {
 	var errs config.Errors
-	for _, a := range actors {
+	out := make([][]*luavm.VM, len(actors))
+	for i, a := range actors {
+		out[i] = make([]*luavm.VM, max(a.Instances, len(a.VMs)))
 		for _, spec := range a.VMs {
 			vm, err := luavm.New(spec)
 			if err != nil {
@@ -102,39 +155,51 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 				}
 				break // the other instances run the same script: one report is enough
 			}
-			rt.services[a.Name] = append(rt.services[a.Name], newActor(rt, vm, a.Mailbox))
+			out[i][spec.Instance] = vm
 		}
-		rt.gens[a.Name] = 1
-		opts.Metrics.VMGeneration(a.Name, 1)
 	}
 	if len(errs) > 0 {
-		rt.Close()
+		for _, vms := range out {
+			for _, vm := range vms {
+				if vm != nil {
+					vm.Close()
+				}
+			}
+		}
 		return nil, errs.Err()
 	}
-	return rt, nil
+	return out, nil
 }
 
 // Close releases the VMs of a runtime that was never started (`gateway
 // check`, a start that failed before Start).
 func (rt *Runtime) Close() {
-	for _, actors := range rt.services {
-		for _, a := range actors {
-			a.vm.Load().Close()
-		}
-	}
+	rt.each(func(a *actor) { a.vm.Load().Close() })
 }
 
-// VMs is the number of VMs of a service, every service when service is "".
+// VMs is the number of VMs this node runs of a service, of every service
+// when service is "".
 func (rt *Runtime) VMs(service string) int {
-	if service != "" {
-		return len(rt.services[service])
-	}
 	n := 0
-	for _, actors := range rt.services {
-		n += len(actors)
+	for name, actors := range rt.services {
+		if service != "" && name != service {
+			continue
+		}
+		for _, a := range actors {
+			if a != nil {
+				n++
+			}
+		}
 	}
 	return n
 }
+
+// SetRemote attaches the cluster transport that carries calls and results
+// to the instances other nodes host. It must be set before Start.
+func (rt *Runtime) SetRemote(r Remote) { rt.remote = r }
+
+// Hosted reports whether this node runs the VM id names.
+func (rt *Runtime) Hosted(id egress.ActorID) bool { return rt.actor(id) != nil }
 
 // VM returns the VM of a service's instance, for tests and `gateway
 // check` only: once the runtime started, only its actor may touch it.
@@ -166,11 +231,7 @@ func (rt *Runtime) respond(r *egress.Response) {
 // have finished; an init that fails fails the start (the runtime is then
 // stopped, and a later Stop does nothing). ctx bounds the wait.
 func (rt *Runtime) Start(ctx context.Context) error {
-	for _, actors := range rt.services {
-		for _, a := range actors {
-			go a.loop()
-		}
-	}
+	rt.each(func(a *actor) { go a.loop() })
 	rt.watchStop, rt.watchDone = make(chan struct{}), make(chan struct{})
 	go rt.watchHeap()
 	if err := rt.Hook(ctx, "init"); err != nil {
@@ -198,16 +259,8 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 
 // halt ends every actor and the heap watcher. It runs once, under stopOnce.
 func (rt *Runtime) halt() {
-	for _, actors := range rt.services {
-		for _, a := range actors {
-			a.control.push(quit{})
-		}
-	}
-	for _, actors := range rt.services {
-		for _, a := range actors {
-			<-a.done
-		}
-	}
+	rt.each(func(a *actor) { a.control.push(quit{}) })
+	rt.each(func(a *actor) { <-a.done })
 	close(rt.watchStop)
 	<-rt.watchDone
 }
@@ -217,12 +270,10 @@ func (rt *Runtime) halt() {
 func (rt *Runtime) Hook(ctx context.Context, name string) error {
 	var n int
 	done := make(chan error, rt.VMs(""))
-	for _, actors := range rt.services {
-		for _, a := range actors {
-			a.control.push(runHook{name: name, done: done})
-			n++
-		}
-	}
+	rt.each(func(a *actor) {
+		a.control.push(runHook{name: name, done: done})
+		n++
+	})
 	var errs []error
 	for ; n > 0; n-- {
 		select {
@@ -242,11 +293,7 @@ func (rt *Runtime) Hook(ctx context.Context, name string) error {
 // waits for. Timers not yet due are not runs.
 func (rt *Runtime) Busy() int {
 	n := 0
-	for _, actors := range rt.services {
-		for _, a := range actors {
-			n += int(a.busy.Load()) + a.Depth()
-		}
-	}
+	rt.each(func(a *actor) { n += int(a.busy.Load()) + a.Depth() })
 	return n
 }
 
@@ -264,7 +311,9 @@ func (rt *Runtime) Services() []string {
 func (rt *Runtime) MailboxDepth(service string) int {
 	n := 0
 	for _, a := range rt.services[service] {
-		n += a.Depth()
+		if a != nil {
+			n += a.Depth()
+		}
 	}
 	return n
 }
@@ -311,32 +360,46 @@ func (rt *Runtime) Entry(service string, sessionID uint64) (egress.ActorID, *cod
 // Route delivers a shield.call or shield.send to its service's business
 // lane: unavailable for an unknown service, for a plain name when the
 // service has several instances, and for a hook or a client handler;
-// busy when the lane is full.
+// busy when the lane is full. An instance hosted elsewhere is the
+// Remote's to reach (its node checks the method).
 func (rt *Runtime) Route(c *luavm.Call) *codes.Error {
 	actors := rt.services[c.To.Service]
-	var a *actor
+	i := 0
 	switch {
 	case len(actors) == 0:
 		return codes.New(codes.Unavailable, "no service %q", c.To.Service)
 	case len(actors) == 1:
-		a = actors[0]
 	case !c.To.HasKey:
 		return codes.New(codes.Unavailable, "service %q has %d instances: address it as {service = %q, key = ...}", c.To.Service, len(actors), c.To.Service)
 	default:
-		a = actors[Shard(c.To.Key, len(actors))]
+		i = Shard(c.To.Key, len(actors))
 	}
-	// A hook or a client handler is not a method (SPEC §8): known at once,
-	// so a send says so too.
-	if err := a.vm.Load().MethodError(c.Method); err != nil {
-		return err
+	if a := actors[i]; a != nil {
+		// A hook or a client handler is not a method (SPEC §8): known at
+		// once, so a send says so too.
+		if err := a.vm.Load().MethodError(c.Method); err != nil {
+			return err
+		}
+		return a.enqueue(c)
 	}
-	return a.enqueue(c)
+	if rt.remote == nil {
+		return codes.New(codes.Unavailable, "service %s instance %d is not hosted here", c.To.Service, i)
+	}
+	return rt.remote.Route(egress.ActorID{Service: c.To.Service, Instance: i}, c)
 }
 
-// Return delivers a result to its VM's control lane.
+// Return delivers a result to its VM's control lane, on this node or, in
+// a cluster, the caller's.
 func (rt *Runtime) Return(r *luavm.Result) {
-	if a := rt.actor(r.To); a != nil {
+	if rt.returnOutside(r) {
+		return
+	}
+	if a := rt.actor(r.To); a != nil && r.Reply == "" {
 		a.control.push(r)
+		return
+	}
+	if rt.remote != nil {
+		rt.remote.Return(r)
 	}
 }
 

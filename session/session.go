@@ -7,6 +7,7 @@ package session
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/envelope"
@@ -87,9 +88,10 @@ type Hooks struct {
 // Session is one client's state shared by its connection's read and write
 // loops and the services' egress. The connection itself is the gateway's.
 type Session struct {
-	ID         uint64
-	RemoteAddr string
-	Profile    *Profile
+	ID          uint64
+	RemoteAddr  string
+	Profile     *Profile
+	ConnectedAt time.Time // when its first connection was accepted
 
 	mu         sync.Mutex // guards binding, closed, reason, token, suspended, att, resumeWait
 	binding    Binding
@@ -112,7 +114,7 @@ type Session struct {
 // connection.
 func New(id uint64, remote string, p *Profile, b Binding, l Limits, h Hooks) *Session {
 	b.Epoch = 1
-	s := &Session{ID: id, RemoteAddr: remote, Profile: p, binding: b, limits: l, hooks: h,
+	s := &Session{ID: id, RemoteAddr: remote, Profile: p, ConnectedAt: time.Now(), binding: b, limits: l, hooks: h,
 		att: newAttachment(), done: make(chan struct{})}
 	s.out.init(l)
 	return s

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/shieldrpc/shield/bootstrap"
@@ -41,8 +42,28 @@ func check(args []string, stdout, stderr io.Writer) int {
 	defer rep.Close()
 	printTable(stdout, rep.Config, rep.Table, rep.Schemas)
 	vms := rep.Runtime.VMs("")
+	if c := rep.Config.Cluster; c != nil {
+		printPlacement(stdout, rep.Config)
+	}
 	fmt.Fprintf(stdout, "\n%s: ok: %d routes, %d actors, %d VMs compiled\n", *file, rep.Table.Len(), len(rep.Config.Actors), vms)
 	return 0
+}
+
+// printPlacement says what a cluster node file makes of its node (SPEC
+// §10), checked offline: the instances it hosts (its only VMs compiled)
+// and whether it is a gateway.
+func printPlacement(w io.Writer, cfg *config.Config) {
+	var hosted []string
+	for _, a := range cfg.Actors {
+		for _, i := range cfg.HostedInstances(a.Name) {
+			hosted = append(hosted, fmt.Sprintf("%s/%d", a.Name, i))
+		}
+	}
+	role := "service node"
+	if len(cfg.Network.Listeners) > 0 {
+		role = "gateway"
+	}
+	fmt.Fprintf(w, "\ncluster node %s (%s, prefix %s): hosts %s\n", cfg.Node.Name, role, cfg.Cluster.Prefix, dash(strings.Join(hosted, " ")))
 }
 
 // printTable prints the descriptor table, one route a line, with the body

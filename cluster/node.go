@@ -1,0 +1,654 @@
+// Package cluster runs Shield on several processes (SPEC §10): gateways
+// and service nodes that share the work through NATS, behind the same
+// interfaces the one-process wiring uses. A Node is a gateway.Services
+// (frames and session messages reach instances hosted here directly, the
+// others over NATS), an egress.Sink (answers, pushes, binds and kicks
+// reach this node's gateway directly, another gateway over NATS) and the
+// runtime's service.Remote (calls and their results between nodes). The
+// gateway and the services do not know where the other side runs;
+// bootstrap chooses. Without a cluster key nothing here runs.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/shieldrpc/shield/cluster/clusterpb"
+	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/descriptor"
+	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/gateway"
+	"github.com/shieldrpc/shield/metrics"
+	"github.com/shieldrpc/shield/service"
+)
+
+// Options are a Node's dependencies.
+type Options struct {
+	Config  *config.Config // with a Cluster
+	Table   *descriptor.Table
+	Runtime *service.Runtime // compiled with this node's instances only
+	Metrics *metrics.Metrics // nil: a private set
+	Logger  *slog.Logger     // nil: slog.Default()
+	// OnFatal runs when the node finds it was declared dead by the others
+	// (SPEC §10: it exits at once with status 1), or is refused after a
+	// start that went on without NATS. nil: log and os.Exit(1).
+	OnFatal func(error)
+}
+
+// slack is how long past a budget the node waits for an answer before it
+// gives the answer itself: the callee answers timeout at the budget, and
+// its answer needs time to cross.
+const slack = time.Second
+
+// bindWait bounds a bind at another gateway (a bind carries no budget).
+const bindWait = 30 * time.Second
+
+// Node is this process's membership of a cluster.
+type Node struct {
+	cfg     *config.Config
+	cl      *config.Cluster
+	name    string
+	subj    subjects
+	rt      *service.Runtime
+	gw      *gateway.Gateway // nil: no listeners (a service node); set by AttachGateway
+	edge    *descriptor.Edge
+	m       *metrics.Metrics
+	cm      *metrics.Cluster
+	log     *slog.Logger
+	onFatal func(error)
+	self    *peer                    // this node as its presence messages describe it
+	budgets map[string]time.Duration // handler_timeout by service
+
+	srv *server.Server // the embedded NATS server; nil with cluster.nats
+	nc  *nats.Conn
+
+	connected   atomic.Bool
+	connectedAt atomic.Int64 // unix nanoseconds of the latest (re)connect
+	joined      atomic.Bool  // the start-up checks passed
+	lateJoin    atomic.Bool  // the checks of a node that started without NATS have begun
+	serving     atomic.Bool  // subscribed and announced
+	leaving     atomic.Bool
+	dead        atomic.Bool // declared dead, or dropped out (Abandon): nothing more is sent
+
+	pend   *pendingTable
+	peers  *peerTable
+	owners *owners
+
+	subsMu    sync.Mutex // guards serveSubs
+	serveSubs []*nats.Subscription
+
+	stop      chan struct{}
+	stopOnce  sync.Once
+	loops     sync.WaitGroup
+	fatalOnce sync.Once
+}
+
+var (
+	_ gateway.Services = (*Node)(nil)
+	_ egress.Sink      = (*Node)(nil)
+	_ service.Remote   = (*Node)(nil)
+)
+
+// New joins the cluster: it starts the embedded NATS server if the config
+// has one, connects, and runs SPEC §10's start-up checks against the live
+// nodes (a name or an instance taken, another route table), returning the
+// refusal, which names the other node. It does not serve yet: Serve
+// announces the node once the services have started. When NATS cannot be
+// reached within node_timeout, New returns a node that keeps trying; the
+// checks then run when it connects, and a refusal then is fatal.
+func New(ctx context.Context, o Options) (*Node, error) {
+	if o.Metrics == nil {
+		o.Metrics = metrics.New()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	cfg := o.Config
+	instances := map[string]int{}
+	for _, a := range cfg.Actors {
+		instances[a.Name] = a.Instances
+	}
+	n := &Node{cfg: cfg, cl: cfg.Cluster, name: cfg.Node.Name, subj: newSubjects(cfg.Cluster.Prefix, instances),
+		rt: o.Runtime, edge: o.Table.Edge(), m: o.Metrics, cm: o.Metrics.EnableCluster(), log: o.Logger.With("node", cfg.Node.Name),
+		onFatal: o.OnFatal, budgets: map[string]time.Duration{}, pend: newPendingTable(), peers: newPeerTable(),
+		owners: newOwners(), stop: make(chan struct{})}
+	n.self = &peer{name: n.name, inc: incarnation(), gateway: len(cfg.Network.Listeners) > 0, hash: TableHash(cfg, o.Table),
+		started: time.Now().UnixNano()}
+	for i := range cfg.Actors {
+		a := &cfg.Actors[i]
+		n.budgets[a.Name] = a.HandlerTimeout
+		for _, inst := range cfg.HostedInstances(a.Name) {
+			n.self.instances = append(n.self.instances, egress.ActorID{Service: a.Name, Instance: inst})
+		}
+	}
+	n.cm.Nodes.Set(1)
+	n.lateJoin.Store(true) // New runs the checks itself, unless NATS is not there yet
+	if err := n.connect(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	// The first connection is awaited for node_timeout at most: a node
+	// that cannot reach NATS starts unready and keeps trying (SPEC §10).
+	wait, cancel := context.WithTimeout(ctx, n.cl.NodeTimeout)
+	defer cancel()
+	for !n.connected.Load() {
+		select {
+		case <-wait.Done():
+			n.log.Warn("cluster: NATS not reachable yet; starting unready and retrying", "nats", n.natsURL())
+			n.lateJoin.Store(false)
+			if n.connected.Load() {
+				n.joinLater() // it connected just now
+			}
+			return n, nil
+		case <-time.After(10 * time.Millisecond): // polling the connect callback, bounded by wait
+		}
+	}
+	if err := n.join(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// incarnation is a random name for this process's membership.
+func incarnation() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// TableHash is the hash two nodes compare at start (SPEC §10): the merged
+// route table, every field that decides a frame's fate at the edge or in a
+// VM, and every actor's instances.
+func TableHash(cfg *config.Config, t *descriptor.Table) string {
+	h := sha256.New()
+	for _, r := range t.Routes() {
+		fmt.Fprintf(h, "route %d %q %q %s %q %t %s %q %q\n", r.ID, r.Name, r.Binding, r.Direction, r.Owner,
+			r.RequiresAuth, r.Action, r.RequestCodec, r.RequestSchema)
+	}
+	for _, a := range cfg.Actors {
+		fmt.Fprintf(h, "actor %q %d\n", a.Name, a.Instances)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.name }
+
+// Incarnation is this process's random membership name: a node that
+// restarts under the same name is another member.
+func (n *Node) Incarnation() string { return n.self.inc }
+
+// AttachGateway makes gw this node's gateway: refs naming this node reach
+// it directly, and its subject is served. Call it before Serve.
+func (n *Node) AttachGateway(gw *gateway.Gateway) { n.gw = gw }
+
+// natsURL is what the node dials: the embedded server, or cluster.nats.
+func (n *Node) natsURL() string {
+	if n.cl.Embedded != "" {
+		return "nats://" + n.cl.Embedded
+	}
+	return n.cl.NATS
+}
+
+// connect starts the embedded server, if any, and the NATS connection,
+// which reconnects for ever and buffers nothing while it is down: what
+// needs another node meanwhile is answered unavailable at once.
+func (n *Node) connect() error {
+	if n.cl.Embedded != "" {
+		host, portText, err := net.SplitHostPort(n.cl.Embedded)
+		if err != nil {
+			return fmt.Errorf("cluster.embedded: %w", err)
+		}
+		port, _ := strconv.Atoi(portText)
+		srv, err := server.NewServer(&server.Options{ServerName: n.name, Host: host, Port: port, NoLog: true, NoSigs: true})
+		if err != nil {
+			return fmt.Errorf("cluster.embedded: %w", err)
+		}
+		go srv.Start()
+		if !srv.ReadyForConnections(10 * time.Second) {
+			srv.Shutdown()
+			return fmt.Errorf("cluster.embedded: the NATS server on %s did not start (is the address taken?)", n.cl.Embedded)
+		}
+		n.srv = srv
+		n.log.Info("cluster: embedded NATS server listening", "address", srv.ClientURL())
+	}
+	nc, err := nats.Connect(n.natsURL(),
+		nats.Name("shield "+n.name),
+		nats.NoEcho(), // nothing a node sends is for itself: its own instances and gateway are reached directly
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond),
+		nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
+		nats.ReconnectBufSize(-1),
+		nats.PingInterval(max(n.cl.Heartbeat, time.Second)),
+		nats.MaxPingsOutstanding(2),
+		nats.ConnectHandler(func(*nats.Conn) { n.onConnect(false) }),
+		nats.ReconnectHandler(func(*nats.Conn) { n.onConnect(true) }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { n.onDisconnect(err) }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			n.log.Warn("cluster: NATS error", "subject", subject, "error", err)
+		}),
+	)
+	if err != nil {
+		return fmt.Errorf("cluster: nats %s: %w", n.natsURL(), err)
+	}
+	n.nc = nc
+	if _, err := n.subscribe(n.subj.presence(), n.onPresence); err != nil {
+		return err
+	}
+	if _, err := n.subscribe(n.subj.replies(n.name), n.onReply); err != nil {
+		return err
+	}
+	if nc.IsConnected() {
+		n.onConnect(false)
+	}
+	n.loops.Add(1)
+	go n.loop()
+	return nil
+}
+
+// subscribe subscribes h to subject with no pending limit: every handler
+// only decodes and enqueues, and a message NATS dropped for a slow
+// consumer would be an answer lost.
+func (n *Node) subscribe(subject string, h nats.MsgHandler) (*nats.Subscription, error) {
+	sub, err := n.nc.Subscribe(subject, h)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: subscribe %s: %w", subject, err)
+	}
+	_ = sub.SetPendingLimits(-1, -1)
+	return sub, nil
+}
+
+// onConnect runs when the connection is (again) up: every peer is counted
+// as heard from now, and the node announces itself (or, while joining,
+// its claim) so that the others know it is back.
+func (n *Node) onConnect(again bool) {
+	if n.connected.Swap(true) {
+		return
+	}
+	now := time.Now()
+	n.connectedAt.Store(now.UnixNano())
+	n.peers.touchAll(now)
+	if again {
+		n.log.Info("cluster: NATS connection restored", "nats", n.nc.ConnectedUrlRedacted())
+	}
+	if n.serving.Load() {
+		n.announce(pb.Presence_HEARTBEAT)
+		n.announce(pb.Presence_PROBE)
+	} else if !n.joined.Load() {
+		n.joinLater()
+	}
+}
+
+// joinLater runs the start-up checks of a node that started without NATS,
+// once, when it connects: a refusal then is fatal (SPEC §10: the node is
+// not ready yet, and exits with status 1).
+func (n *Node) joinLater() {
+	if !n.lateJoin.CompareAndSwap(false, true) {
+		return
+	}
+	n.loops.Add(1)
+	go func() {
+		defer n.loops.Done()
+		if err := n.join(context.Background()); err != nil {
+			select {
+			case <-n.stop:
+			default:
+				n.fatal(err)
+			}
+		}
+	}()
+}
+
+// onDisconnect runs when the connection drops: what is in flight to other
+// nodes will get no answer over it, so each gets unavailable now (exactly
+// one answer; a reply that still comes is dropped), and until the
+// connection is back every new one gets it at once.
+func (n *Node) onDisconnect(err error) {
+	if !n.connected.Swap(false) {
+		return
+	}
+	if n.dead.Load() {
+		return
+	}
+	n.log.Warn("cluster: NATS connection lost; answering what needs another node with unavailable until it is back", "error", err)
+	for _, p := range n.pend.takeIf(func(*pending) bool { return true }) {
+		n.settle(p, unavailable("the cluster's NATS connection was lost"))
+	}
+}
+
+// join runs the start-up checks (SPEC §10): the node asks every live
+// node to announce itself, says it is joining, listens for one heartbeat
+// (so it has heard from every live node), then compares.
+func (n *Node) join(ctx context.Context) error {
+	n.announce(pb.Presence_JOINING)
+	n.announce(pb.Presence_PROBE)
+	t := time.NewTimer(n.cl.Heartbeat)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.stop:
+		return errors.New("cluster: stopped while joining")
+	}
+	if err := n.peers.conflict(n.self); err != nil {
+		return err
+	}
+	n.joined.Store(true)
+	return nil
+}
+
+// Serve subscribes to this node's instances and, with a gateway, to the
+// gateway's subject, and announces the node: from now on the others reach
+// it.
+func (n *Node) Serve() error {
+	var subs []*nats.Subscription
+	for _, a := range n.self.instances {
+		sub, err := n.subscribe(n.subj.instance(a), n.onInstance(a))
+		if err != nil {
+			return err
+		}
+		subs = append(subs, sub)
+	}
+	if n.gw != nil {
+		sub, err := n.subscribe(n.subj.gateway(n.name), n.onGateway)
+		if err != nil {
+			return err
+		}
+		subs = append(subs, sub)
+	}
+	n.subsMu.Lock()
+	n.serveSubs = subs
+	n.subsMu.Unlock()
+	if n.connected.Load() {
+		// The subscriptions reach the server before the announcement
+		// does: a node that hears of this one finds it subscribed.
+		_ = n.nc.Flush()
+	}
+	n.serving.Store(true)
+	n.announce(pb.Presence_HEARTBEAT)
+	n.log.Info("cluster: node serving", "incarnation", n.self.inc, "gateway", n.self.gateway, "instances", instanceNames(n.self.instances))
+	return nil
+}
+
+// Ready is SPEC §10's readiness: connected, started (its checks passed and
+// its instances announced), not leaving, and one heartbeat since it
+// (re)connected, so it has heard from every live node.
+func (n *Node) Ready() bool {
+	if !n.connected.Load() || !n.joined.Load() || !n.serving.Load() || n.leaving.Load() || n.dead.Load() {
+		return false
+	}
+	return time.Since(time.Unix(0, n.connectedAt.Load())) >= n.cl.Heartbeat
+}
+
+// loop heartbeats, judges silent peers and sweeps overdue answers, until
+// Close.
+func (n *Node) loop() {
+	defer n.loops.Done()
+	beat := time.NewTicker(n.cl.Heartbeat)
+	defer beat.Stop()
+	check := time.NewTicker(min(n.cl.Heartbeat/4, 250*time.Millisecond))
+	defer check.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-beat.C:
+			if n.serving.Load() {
+				n.announce(pb.Presence_HEARTBEAT)
+			}
+		case now := <-check.C:
+			n.sweep(now)
+			if !n.connected.Load() || n.dead.Load() {
+				continue // its own silence is not the others'
+			}
+			for _, p := range n.peers.silent(now.Add(-n.cl.NodeTimeout)) {
+				n.gone(p, true)
+			}
+		}
+	}
+}
+
+// sweep settles what waited past its deadline for an answer that never
+// came (a message lost with a connection): a timeout, as the budget says.
+func (n *Node) sweep(now time.Time) {
+	for _, p := range n.pend.takeIf(func(p *pending) bool { return now.After(p.deadline) }) {
+		n.settle(p, timeoutErr("no answer from node %s within the budget", p.node))
+	}
+}
+
+// announce publishes a presence message of kind about this node.
+func (n *Node) announce(kind pb.Presence_Kind) {
+	m := &pb.Presence{Kind: kind, Node: n.name, Incarnation: n.self.inc, Gateway: n.self.gateway,
+		TableHash: n.self.hash, StartedUnixNano: n.self.started}
+	if kind == pb.Presence_HEARTBEAT || kind == pb.Presence_JOINING {
+		for _, a := range n.self.instances {
+			m.Instances = append(m.Instances, actorPB(a))
+		}
+	}
+	n.publishPresence(m)
+}
+
+func (n *Node) publishPresence(m *pb.Presence) {
+	if n.dead.Load() || !n.connected.Load() {
+		return
+	}
+	if err := n.nc.Publish(n.subj.presence(), marshal(m)); err == nil {
+		n.cm.Out(metrics.KindPresence)
+	}
+}
+
+// onPresence handles every node's presence messages.
+func (n *Node) onPresence(msg *nats.Msg) {
+	var m pb.Presence
+	if err := proto.Unmarshal(msg.Data, &m); err != nil || n.dead.Load() {
+		return
+	}
+	n.cm.In(metrics.KindPresence)
+	now := time.Now()
+	if m.Node == n.name && m.Incarnation == n.self.inc {
+		return
+	}
+	switch m.Kind {
+	case pb.Presence_HEARTBEAT, pb.Presence_JOINING:
+		if m.Kind == pb.Presence_HEARTBEAT && n.peers.wasDeclaredDead(m.Node, m.Incarnation) {
+			// It went on after the verdict (a pause, a partition): say it
+			// again, so that it exits.
+			n.publishPresence(&pb.Presence{Kind: pb.Presence_DEAD, Node: n.name, Incarnation: n.self.inc,
+				DeadNode: m.Node, DeadIncarnation: m.Incarnation})
+			return
+		}
+		if m.Node == n.name {
+			if n.serving.Load() {
+				// Another process is starting under this node's name: it
+				// hears this heartbeat and refuses.
+				n.announce(pb.Presence_HEARTBEAT)
+			} else {
+				n.peers.heard(peerOf(&m, now)) // for this node's own start-up checks
+			}
+			return
+		}
+		p := peerOf(&m, now)
+		replaced, joined := n.peers.heard(p)
+		if replaced != nil {
+			// The same name, another process: the one before is dead.
+			n.peers.remove(replaced.name, replaced.inc, true, now)
+			n.departed(replaced, true)
+		}
+		if joined {
+			n.cm.Nodes.Set(float64(n.peers.live() + 1))
+			n.log.Info("cluster: node joined", "peer", p.name, "incarnation", p.inc, "gateway", p.gateway, "instances", instanceNames(p.instances))
+		}
+	case pb.Presence_PROBE:
+		if n.serving.Load() {
+			n.announce(pb.Presence_HEARTBEAT)
+		} else if !n.joined.Load() {
+			n.announce(pb.Presence_JOINING)
+		}
+	case pb.Presence_LEAVE:
+		if p := n.peers.remove(m.Node, m.Incarnation, false, now); p != nil {
+			n.departed(p, false)
+		}
+	case pb.Presence_DEAD:
+		if m.DeadNode == n.name && m.DeadIncarnation == n.self.inc {
+			n.fatal(fmt.Errorf("cluster: node %s declared this node dead (no heartbeat for %s): exiting, the others have moved on", m.Node, n.cl.NodeTimeout))
+			return
+		}
+		// One node's verdict is every node's: the dead node exits.
+		if p := n.peers.remove(m.DeadNode, m.DeadIncarnation, true, now); p != nil {
+			n.departed(p, true)
+		}
+	default:
+		// An unknown kind from a newer node: nothing to do with it.
+	}
+}
+
+// gone declares p dead after its silence.
+func (n *Node) gone(p *peer, announce bool) {
+	if n.peers.remove(p.name, p.inc, true, time.Now()) == nil {
+		return
+	}
+	if announce {
+		n.publishPresence(&pb.Presence{Kind: pb.Presence_DEAD, Node: n.name, Incarnation: n.self.inc,
+			DeadNode: p.name, DeadIncarnation: p.inc})
+	}
+	n.departed(p, true)
+}
+
+// departed is the end of p, a death (lost) or a graceful leave.
+func (n *Node) departed(p *peer, lost bool) {
+	n.cm.Nodes.Set(float64(n.peers.live() + 1))
+	if p.joining {
+		return // it never served
+	}
+	if lost {
+		n.cm.NodeLost.Inc()
+		n.log.Warn("cluster: node lost", "peer", p.name, "incarnation", p.inc, "silent_for", n.cl.NodeTimeout.String(),
+			"gateway", p.gateway, "instances", instanceNames(p.instances))
+	} else {
+		n.log.Info("cluster: node left", "peer", p.name, "incarnation", p.inc, "gateway", p.gateway, "instances", instanceNames(p.instances))
+	}
+	n.afterDeparture(p)
+}
+
+// afterDeparture is SPEC §10's "when a node dies", in its order: every
+// request and call in flight to it gets unavailable; then the sessions of
+// this gateway bound to its instances close with session.target_lost;
+// then, if it was a gateway, this node's instances hear gateway_lost for
+// each of its sessions they were the targets of.
+func (n *Node) afterDeparture(p *peer) {
+	gone := unavailable("node %s is gone", p.name)
+	for _, q := range n.pend.takeIf(func(q *pending) bool { return q.node == p.name }) {
+		n.settle(q, gone)
+	}
+	if n.gw != nil && len(p.instances) > 0 {
+		n.closeTargetLost(p)
+	}
+	if p.gateway {
+		for _, s := range n.owners.gatewayLost(p.name) {
+			n.rt.Control(s.target, disconnected(s.ref, "gateway_lost"))
+		}
+	}
+}
+
+// Leave is the end of this node's drain (SPEC §10): it stops taking
+// messages for its instances and gateway and tells every node it is gone,
+// so that they act at once rather than after node_timeout.
+func (n *Node) Leave() {
+	if n == nil || n.leaving.Swap(true) || n.dead.Load() {
+		return
+	}
+	n.subsMu.Lock()
+	subs := n.serveSubs
+	n.serveSubs = nil
+	n.subsMu.Unlock()
+	for _, s := range subs {
+		_ = s.Unsubscribe()
+	}
+	n.serving.Store(false)
+	n.publishPresence(&pb.Presence{Kind: pb.Presence_LEAVE, Node: n.name, Incarnation: n.self.inc})
+	if n.connected.Load() {
+		_ = n.nc.FlushTimeout(time.Second)
+	}
+	n.log.Info("cluster: node left the cluster", "incarnation", n.self.inc)
+}
+
+// Abandon drops out of the cluster the way a killed process does: no
+// leave, no more heartbeats, the NATS connection closed. The others
+// declare the node dead after node_timeout. It is for tests (in-process
+// nodes cannot be sent SIGKILL); Close still has to run.
+func (n *Node) Abandon() {
+	n.dead.Store(true)
+	n.serving.Store(false)
+	if n.nc != nil {
+		n.nc.Close()
+	}
+}
+
+// Close ends the node: whatever is still in flight to other nodes gets
+// unavailable, the connection closes, and the embedded server, if any,
+// stops. Leave first for a graceful stop.
+func (n *Node) Close() {
+	if n == nil {
+		return
+	}
+	n.stopOnce.Do(func() {
+		close(n.stop)
+		for _, p := range n.pend.close() {
+			n.settle(p, unavailable("node %s is stopping", n.name))
+		}
+		if n.nc != nil {
+			n.dead.Store(true)
+			n.nc.Close()
+		}
+		n.loops.Wait()
+		if n.srv != nil {
+			n.srv.Shutdown()
+			n.srv.WaitForShutdown()
+		}
+	})
+}
+
+// fatal ends the process (SPEC §10: a node declared dead exits at once
+// with status 1; it cannot know what the others did meanwhile).
+func (n *Node) fatal(err error) {
+	n.fatalOnce.Do(func() {
+		n.dead.Store(true)
+		n.serving.Store(false)
+		n.log.Error("cluster: fatal", "error", err)
+		if n.onFatal != nil {
+			n.onFatal(err)
+			return
+		}
+		os.Exit(1)
+	})
+}
+
+func instanceNames(as []egress.ActorID) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.Service + "/" + strconv.Itoa(a.Instance)
+	}
+	return out
+}

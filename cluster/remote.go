@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/shieldrpc/shield/cluster/clusterpb"
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/luavm"
+	"github.com/shieldrpc/shield/metrics"
+)
+
+// The service.Remote half: shield.call and shield.send to instances other
+// nodes host, and the results of calls other nodes made here. Every
+// message from one VM to another instance goes on that instance's one
+// subject over this node's one connection, so they arrive in the order
+// sent, calls and sends alike (SPEC §10).
+
+// Route sends a call or a send to the node hosting instance to. A call
+// waits for its Result on this node's reply subject; no live host is
+// unavailable at once.
+func (n *Node) Route(to egress.ActorID, c *luavm.Call) *codes.Error {
+	node := n.peers.hostOf(to)
+	if node == "" {
+		return unavailable("no live node hosts %s/%d", to.Service, to.Instance)
+	}
+	if !n.connected.Load() {
+		return unavailable("the cluster's NATS is unreachable")
+	}
+	now := time.Now()
+	reply := ""
+	var id uint64
+	if c.ID != 0 {
+		var ok bool
+		if id, ok = n.pend.add(&pending{node: node, call: c, deadline: c.Deadline.Add(slack)}); !ok {
+			return unavailable("node %s is stopping", n.name)
+		}
+		reply = n.subj.reply(n.name, id)
+	}
+	data := marshal(callPB(c, now))
+	var err error
+	if reply == "" {
+		err = n.nc.Publish(n.subj.instance(to), data) // a send: no answer, so no reply subject
+	} else {
+		err = n.nc.PublishRequest(n.subj.instance(to), reply, data)
+	}
+	if err != nil {
+		if id != 0 {
+			n.pend.take(id)
+		}
+		return unavailable("cannot reach node %s: %v", node, err)
+	}
+	n.cm.Out(metrics.KindCall)
+	return nil
+}
+
+// Return sends the result of a call another node made to its reply
+// subject.
+func (n *Node) Return(r *luavm.Result) {
+	n.reply(r.Reply, &pb.Result{Values: r.Values, Err: errPB(r.Err)}, metrics.KindReply)
+}
+
+// onReply handles every answer to what this node sent: the answer of a
+// client frame, a call's result, a bind's outcome, or the no-responders
+// status NATS sends when nobody was subscribed (SPEC §10: unavailable at
+// once, not after a timeout). An answer to something settled already (its
+// node was declared dead meanwhile) finds nothing and is dropped.
+func (n *Node) onReply(msg *nats.Msg) {
+	id, ok := replyID(msg.Subject)
+	if !ok {
+		return
+	}
+	p := n.pend.take(id)
+	if p == nil {
+		return // late: settled already
+	}
+	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+		n.settle(p, unavailable("no live node hosts the target (no responders on NATS)"))
+		return
+	}
+	switch {
+	case p.in != nil:
+		n.cm.In(metrics.KindAnswer)
+		var r pb.Response
+		if err := proto.Unmarshal(msg.Data, &r); err != nil {
+			n.settle(p, codes.New(codes.HandlerFailed, "undecodable answer from node %s", p.node))
+			return
+		}
+		n.answer(p, &egress.Response{Body: r.Body, Service: r.Service}, errOf(r.Err))
+	case p.call != nil:
+		n.cm.In(metrics.KindReply)
+		var r pb.Result
+		if err := proto.Unmarshal(msg.Data, &r); err != nil {
+			n.settle(p, codes.New(codes.HandlerFailed, "undecodable result from node %s", p.node))
+			return
+		}
+		c := p.call
+		n.rt.Return(&luavm.Result{To: c.From, ID: c.ID, Gen: c.Gen, Values: r.Values, Err: errOf(r.Err)})
+	case p.bind != nil:
+		n.cm.In(metrics.KindControl)
+		var r pb.BindReply
+		if err := proto.Unmarshal(msg.Data, &r); err != nil {
+			n.settle(p, unavailable("undecodable bind reply from node %s", p.node))
+			return
+		}
+		if r.Err != nil {
+			p.bind(egress.ClientRef{}, errOf(r.Err))
+			return
+		}
+		p.bind(refOf(r.Ref), nil)
+	}
+}
