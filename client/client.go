@@ -378,3 +378,8 @@ func decode(body []byte, v any) error {
 	}
 	return json.Unmarshal(body, v)
 }
+
+// DecodeBody decodes a response or push body as Call does: into a *[]byte
+// as it is, else as JSON (an empty body leaves v alone; nil v ignores the
+// body). Generated stubs decode pushes with it.
+func DecodeBody(body []byte, v any) error { return decode(body, v) }
