@@ -296,7 +296,7 @@ func TestReconnectWithoutResume(t *testing.T) {
 func TestSilentNetworkIsNoticed(t *testing.T) {
 	srv := startGame(t, 30*time.Second)
 	net := newFlakyNet(t, srv.Gateway.Addr("game").String())
-	c := dial(t, net.addr(), client.Options{HeartbeatEvery: 50 * time.Millisecond, Reconnect: fastReconnect})
+	c := dial(t, net.addr(), client.Options{HeartbeatEvery: 150 * time.Millisecond, Reconnect: fastReconnect}) // under the gateway's 10 echoes a second
 	enter(t, c, "erin", "vault")
 	drops := make(chan client.DisconnectInfo, 4)
 	c.OnDisconnect(func(d client.DisconnectInfo) { drops <- d })
