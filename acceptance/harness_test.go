@@ -131,6 +131,7 @@ func exampleActors(services string) string {
         - {id: 2001, name: move, binding: move}
         - {id: 2002, name: join_room, binding: join_room}
         - {id: 2101, name: position, binding: position, direction: s2c, owner_service: room}
+        - {id: 2102, name: left, binding: left, direction: s2c, owner_service: room}
   - name: room
     script: SERVICES/room.lua
 `, "SERVICES", services)

@@ -155,3 +155,44 @@ func TestPlayInChromium(t *testing.T) {
 		t.Errorf("%d sessions, want the 2 pages'", n)
 	}
 }
+
+// TestPlayerLeavesTheBoard: when one of two players closes the page, the
+// other's board drops them and its member count goes down (the room's
+// left push, route 2102).
+func TestPlayerLeavesTheBoard(t *testing.T) {
+	_, admin := startExample(t)
+	b := startChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	room := fmt.Sprintf("leave-%d", time.Now().UnixNano())
+	pages := map[string]string{}
+	for _, pair := range [][2]string{{"carol", "dan"}, {"dan", "carol"}} {
+		pages[pair[0]] = b.open(ctx, fmt.Sprintf("http://%s/play/?user=%s&room=%s&auto=1&expect=%s", admin, pair[0], room, pair[1]))
+	}
+	for user, page := range pages {
+		if _, err := b.await(ctx, page, `window.shieldDone.then(r => JSON.stringify(r))`); err != nil {
+			t.Fatalf("%s's page: %v\nconsole:\n%s", user, err, b.console())
+		}
+	}
+	// dan closes the tab.
+	var info struct {
+		TargetInfo struct {
+			TargetID string `json:"targetId"`
+		} `json:"targetInfo"`
+	}
+	b.must(ctx, pages["dan"], "Target.getTargetInfo", nil, &info)
+	b.must(ctx, "", "Target.closeTarget", map[string]any{"targetId": info.TargetInfo.TargetID}, nil)
+	got, err := b.await(ctx, pages["carol"], `new Promise((resolve, reject) => {
+		const t0 = Date.now();
+		(function wait() {
+			const status = document.getElementById("status").textContent, log = document.getElementById("log").textContent;
+			if (log.includes("dan left") && status.includes("with 0 other player(s)")) resolve(status);
+			else if (Date.now() - t0 > 10000) reject(new Error("status " + JSON.stringify(status) + ", log " + JSON.stringify(log.slice(0, 300))));
+			else setTimeout(wait, 50);
+		})();
+	})`)
+	if err != nil {
+		t.Fatalf("carol's page after dan left: %v\nconsole:\n%s", err, b.console())
+	}
+	t.Logf("carol's page: %s", got)
+}

@@ -109,8 +109,8 @@ func TestCompileExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rep.Close()
-	if rep.Table.Len() != 4 {
-		t.Errorf("%d routes, want 4", rep.Table.Len())
+	if rep.Table.Len() != 5 {
+		t.Errorf("%d routes, want 5", rep.Table.Len())
 	}
 	rt := rep.Runtime
 	for svc, n := range map[string]int{"auth": 1, "player": 2, "room": 1} {
@@ -135,6 +135,9 @@ func TestCompileExample(t *testing.T) {
 	}
 	if h := room.Helper("position"); h == nil || h.ID != 2101 || room.HasHandler(2101) {
 		t.Errorf("room helper position = %+v; room must push position and handle nothing", h)
+	}
+	if h := room.Helper("left"); h == nil || h.ID != 2102 {
+		t.Errorf("room helper left = %+v; room must push left", h)
 	}
 }
 

@@ -1,10 +1,18 @@
 // Package client is a Go client for Shield gateways, for game clients,
 // bots, load tools and tests. It speaks every envelope of SPEC §3 over
 // TCP or WebSocket, either of them over TLS, pairs requests with their
-// answers, dispatches pushes and notices, and sends heartbeats.
+// answers, dispatches pushes, notices and status frames, sends
+// heartbeats, and, with Options.Reconnect, survives a dropped connection:
+// it reconnects with exponential backoff and jitter and resumes the
+// session with its latest resume token (SPEC §4 Resume), then tells the
+// app whether the session survived or the player must log in again.
 //
 // A Client is safe for concurrent use: any number of goroutines may Call
 // at once; their requests are pipelined on the one connection.
+//
+// Routes may be named instead of numbered (CallName, NotifyName,
+// OnPushName) with Options.Routes: a generated stub package's Routes
+// (`gateway gen -lang go`), or RoutesFrom a gateway's config file.
 package client
 
 import (
@@ -12,6 +20,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -44,37 +53,86 @@ type Options struct {
 	// The gateway answers with the status session.resumed or
 	// session.resume_failed (see OnStatus).
 	Resume string
+	// Routes, when set, lets CallName, NotifyName and OnPushName take
+	// route names: a generated stub package's Routes, or RoutesFrom a
+	// gateway's config.
+	Routes *Routes
+	// Reconnect, when set, makes the client survive a dropped connection
+	// (see Reconnect). Nil: the client ends with its first connection.
+	Reconnect *Reconnect
+}
+
+// Notice is a notice frame (SPEC §3): the gateway closes the session
+// right after it.
+type Notice struct {
+	Code    string // session.kicked, session.idle_timeout, gateway.draining, ...
+	Message string
 }
 
 // ErrClosed is returned by calls on a closed client, or one whose
-// connection ended; Err tells why it ended.
+// connection ended; Err tells why it ended. Every error of a call that
+// got no answer because the connection went away matches it with
+// errors.Is: ErrNotConnected and *DisconnectedError too.
 var ErrClosed = errors.New("client: connection closed")
 
-// Client is one connection to a gateway.
+// ErrNotConnected is returned by calls and notifies while the client is
+// reconnecting: nothing is queued for later, the app decides what to
+// retry. It matches ErrClosed.
+var ErrNotConnected = fmt.Errorf("%w: reconnecting", ErrClosed)
+
+// DisconnectedError is a call whose connection dropped before its answer
+// came. The request is never sent again (it may or may not have run):
+// the app decides whether to retry. It matches ErrClosed.
+type DisconnectedError struct {
+	Cause  error   // why the connection ended (io.EOF when the gateway closed it)
+	Notice *Notice // the notice that came first, if one did
+}
+
+func (e *DisconnectedError) Error() string {
+	if e.Notice != nil {
+		return fmt.Sprintf("client: the gateway closed the session before the answer (%s: %s)", e.Notice.Code, e.Notice.Message)
+	}
+	return fmt.Sprintf("client: the connection dropped before the answer: %v", e.Cause)
+}
+
+// Is makes a DisconnectedError match ErrClosed.
+func (e *DisconnectedError) Is(target error) bool { return target == ErrClosed }
+
+// Unwrap returns the cause.
+func (e *DisconnectedError) Unwrap() error { return e.Cause }
+
+// Client is one client of a gateway: one connection at a time, and with
+// Options.Reconnect the ones that follow it after a drop.
 type Client struct {
-	t transport
+	addr  string
+	o     Options
+	maxID uint64
 
-	wmu sync.Mutex // serialises writes to t
+	wmu sync.Mutex // serialises writes to every link's transport
 
-	mu      sync.Mutex // guards pending, pushes, anyPush, notice, status, token, err
-	pending map[uint64]chan envelope.Frame
-	pushes  map[uint32]func(body []byte)
-	anyPush func(route uint32, body []byte)
-	notice  func(code, message string)
-	status  func(Status)
-	token   string
-	err     error
+	mu           sync.Mutex // guards the fields below and every link's drop
+	link         *link      // the open connection; nil while reconnecting and after the end
+	pending      map[uint64]chan envelope.Frame
+	pushes       map[uint32]func(body []byte)
+	anyPush      func(route uint32, body []byte)
+	notice       func(code, message string)
+	status       func(Status)
+	onDisconnect func(DisconnectInfo)
+	onReconnect  func(ReconnectInfo)
+	token        string
+	err          error // why the client ended; nil while it lives
+	closing      bool  // Close was called
 
 	nextID atomic.Uint64
-	maxID  uint64
-	done   chan struct{} // closed when the read loop ends
+	done   chan struct{} // closed when the client has ended for good
 	quit   chan struct{} // closed by Close
 	once   sync.Once
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // every goroutine of every link, and the reconnect loop
 }
 
 // Dial connects to addr (host:port) and starts the client's goroutines.
-// ctx bounds the dial and the TLS and WebSocket handshakes only.
+// ctx bounds the dial and the TLS and WebSocket handshakes only. The first
+// connection is not retried: an error here is the app's to handle.
 func Dial(ctx context.Context, addr string, o Options) (*Client, error) {
 	if o.Envelope == "" {
 		o.Envelope = envelope.NameIdlen
@@ -85,60 +143,87 @@ func Dial(ctx context.Context, addr string, o Options) (*Client, error) {
 	if o.HeartbeatEvery == 0 {
 		o.HeartbeatEvery = 15 * time.Second
 	}
-	codec, err := envelope.New(o.Envelope, envelope.FromServer, o.MaxFrameBytes)
-	if err != nil {
-		return nil, err
+	if o.Reconnect != nil {
+		r := o.Reconnect.withDefaults()
+		o.Reconnect = &r
 	}
-	t, err := dialTransport(ctx, addr, o, codec)
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{t: t, pending: map[uint64]chan envelope.Frame{}, pushes: map[uint32]func([]byte){},
+	c := &Client{addr: addr, o: o, pending: map[uint64]chan envelope.Frame{}, pushes: map[uint32]func([]byte){},
 		done: make(chan struct{}), quit: make(chan struct{}), maxID: 1<<64 - 1}
 	if o.Envelope == envelope.NameIdlen {
 		c.maxID = envelope.MaxIdlenRequestID
 	}
+	l, err := c.dialLink(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if o.Resume != "" {
-		if err := c.send(ctx, &envelope.Frame{Kind: envelope.Heartbeat, Token: o.Resume}); err != nil {
-			c.t.close()
+		if err := c.sendOn(ctx, l, &envelope.Frame{Kind: envelope.Heartbeat, Token: o.Resume}); err != nil {
+			l.t.close()
 			return nil, err
 		}
 	}
-	c.wg.Add(1)
-	go c.readLoop()
-	if o.HeartbeatEvery > 0 {
-		c.wg.Add(1)
-		go c.heartbeats(o.HeartbeatEvery)
-	}
+	c.link = l
+	c.startLink(l)
 	return c, nil
 }
 
-// Close closes the connection and waits for the client's goroutines.
+// Close closes the connection, stops any reconnect, and waits for the
+// client's goroutines. Calls waiting for an answer return ErrClosed.
 func (c *Client) Close() error {
 	c.once.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		l := c.link
+		c.mu.Unlock()
 		close(c.quit)
-		c.t.close()
+		if l != nil {
+			l.t.close()
+		}
 	})
 	c.wg.Wait()
+	c.mu.Lock()
+	c.endLocked(ErrClosed) // a client that was reconnecting has no read loop to end it
+	c.mu.Unlock()
 	return nil
 }
 
-// Done is closed when the connection has ended, by Close or by the gateway.
+// Done is closed when the client has ended for good: by Close, by the
+// gateway (without Options.Reconnect, or after a notice that ends the
+// session), or when reconnecting gave up.
 func (c *Client) Done() <-chan struct{} { return c.done }
 
-// Err is why the connection ended: nil while it is open, ErrClosed after
-// Close, or the read error (io.EOF when the gateway closed it).
+// Err is why the client ended: nil while it lives (reconnecting too),
+// ErrClosed after Close, the read error of its last connection (io.EOF
+// when the gateway closed it), or a *GaveUpError.
 func (c *Client) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
 }
 
-// LocalAddr is the client's end of the connection.
-func (c *Client) LocalAddr() net.Addr { return c.t.localAddr() }
+// Connected reports whether calls may be made now: false while the client
+// reconnects and after it ended.
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.link != nil && c.err == nil
+}
+
+// LocalAddr is the client's end of the current connection, nil while it
+// reconnects.
+func (c *Client) LocalAddr() net.Addr {
+	c.mu.Lock()
+	l := c.link
+	c.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.t.localAddr()
+}
 
 // OnPush sets the handler of pushes on route (nil removes it). Handlers run
-// on the read loop: keep them short.
+// on the read loop: keep them short, and do not Call from them (the
+// answer would wait for the very loop that runs the handler).
 func (c *Client) OnPush(route uint32, fn func(body []byte)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -184,19 +269,25 @@ func (c *Client) OnStatus(fn func(Status)) {
 
 // ResumeToken is the latest resume token the gateway gave this session
 // (session.resume_token or session.resumed), "" when none: with it, a new
-// connection may resume the session (Options.Resume).
+// connection may resume the session (Options.Resume; Options.Reconnect
+// does it by itself).
 func (c *Client) ResumeToken() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.token
 }
 
+// Routes is Options.Routes (nil when none was given).
+func (c *Client) Routes() *Routes { return c.o.Routes }
+
 // Call sends a request on route and waits for its one answer; ctx bounds
 // the write as well as the wait. req is
 // encoded as JSON unless it is a []byte (sent as is) or nil (empty body);
 // resp, if not nil, is decoded from the response body as JSON, or set as
 // is when it is a *[]byte. An error frame comes back as a *codes.Error
-// whose Code is the gateway's code.
+// whose Code is the gateway's code. A call whose connection drops first
+// returns a *DisconnectedError and is never sent again; while the client
+// reconnects, Call returns ErrNotConnected at once.
 func (c *Client) Call(ctx context.Context, route uint32, req, resp any) error {
 	body, err := encode(req)
 	if err != nil {
@@ -205,9 +296,10 @@ func (c *Client) Call(ctx context.Context, route uint32, req, resp any) error {
 	id := c.newID()
 	ch := make(chan envelope.Frame, 1)
 	c.mu.Lock()
-	if c.err != nil {
+	l, err := c.currentLocked()
+	if err != nil {
 		c.mu.Unlock()
-		return ErrClosed
+		return err
 	}
 	c.pending[id] = ch
 	c.mu.Unlock()
@@ -216,43 +308,126 @@ func (c *Client) Call(ctx context.Context, route uint32, req, resp any) error {
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}()
-	if err := c.send(ctx, &envelope.Frame{Kind: envelope.Request, RouteID: route, RequestID: id, Body: body}); err != nil {
+	if err := c.sendOn(ctx, l, &envelope.Frame{Kind: envelope.Request, RouteID: route, RequestID: id, Body: body}); err != nil {
 		return err
 	}
 	select {
 	case f := <-ch:
-		if f.Kind == envelope.Error {
-			return &codes.Error{Code: codes.Code(f.Code), Message: f.Message}
+		return answer(f, resp)
+	case <-l.gone:
+		select {
+		case f := <-ch: // the answer came just before the end
+			return answer(f, resp)
+		default:
 		}
-		return decode(f.Body, resp)
-	case <-c.done:
-		return ErrClosed
+		return c.lostErr(l)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// Notify sends a notify on route: no answer ever comes.
+// CallName is Call on the route named name in Options.Routes; a name it
+// does not have is an *UnknownRouteError.
+func (c *Client) CallName(ctx context.Context, name string, req, resp any) error {
+	id, ok := c.o.Routes.ID(name)
+	if !ok {
+		return &UnknownRouteError{Name: name}
+	}
+	return c.Call(ctx, id, req, resp)
+}
+
+// Notify sends a notify on route: no answer ever comes. While the client
+// reconnects it returns ErrNotConnected and the notify is dropped.
 func (c *Client) Notify(route uint32, req any) error {
 	body, err := encode(req)
 	if err != nil {
 		return err
 	}
-	return c.send(context.Background(), &envelope.Frame{Kind: envelope.Notify, RouteID: route, Body: body})
+	c.mu.Lock()
+	l, err := c.currentLocked()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.sendOn(context.Background(), l, &envelope.Frame{Kind: envelope.Notify, RouteID: route, Body: body})
+}
+
+// NotifyName is Notify on the route named name in Options.Routes.
+func (c *Client) NotifyName(name string, req any) error {
+	id, ok := c.o.Routes.ID(name)
+	if !ok {
+		return &UnknownRouteError{Name: name}
+	}
+	return c.Notify(id, req)
+}
+
+// OnPushName is OnPush on the route named name in Options.Routes.
+func (c *Client) OnPushName(name string, fn func(body []byte)) error {
+	id, ok := c.o.Routes.ID(name)
+	if !ok {
+		return &UnknownRouteError{Name: name}
+	}
+	c.OnPush(id, fn)
+	return nil
 }
 
 // Heartbeat sends one heartbeat; the gateway echoes it.
 func (c *Client) Heartbeat() error {
-	return c.send(context.Background(), &envelope.Frame{Kind: envelope.Heartbeat})
+	c.mu.Lock()
+	l, err := c.currentLocked()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.sendOn(context.Background(), l, &envelope.Frame{Kind: envelope.Heartbeat})
 }
 
 // WriteRaw writes bytes to the connection as they are (over ws, as one
 // message of the envelope's type): for tests that send what no
 // well-behaved client would.
 func (c *Client) WriteRaw(b []byte) error {
+	c.mu.Lock()
+	l, err := c.currentLocked()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.t.writeRaw(context.Background(), b)
+	return l.t.writeRaw(context.Background(), b)
+}
+
+// currentLocked is the link calls go out on, or why there is none.
+func (c *Client) currentLocked() (*link, error) {
+	switch {
+	case c.err != nil || c.closing:
+		return nil, ErrClosed
+	case c.link == nil:
+		return nil, ErrNotConnected
+	}
+	return c.link, nil
+}
+
+// lostErr is the error of a call whose link ended before its answer.
+func (c *Client) lostErr(l *link) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return ErrClosed
+	}
+	return &DisconnectedError{Cause: l.endErr(), Notice: l.notice}
+}
+
+// endLocked ends the client for good with err, once: the first reason wins.
+func (c *Client) endLocked(err error) {
+	if c.err != nil {
+		return
+	}
+	if c.closing {
+		err = ErrClosed
+	}
+	c.err = err
+	close(c.done)
 }
 
 func (c *Client) newID() uint64 {
@@ -267,90 +442,19 @@ func (c *Client) newID() uint64 {
 	}
 }
 
-// send writes one frame by ctx's deadline (at most writeTimeout).
-func (c *Client) send(ctx context.Context, f *envelope.Frame) error {
+// sendOn writes one frame on l by ctx's deadline (at most writeTimeout).
+func (c *Client) sendOn(ctx context.Context, l *link, f *envelope.Frame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.t.writeFrame(ctx, f)
+	return l.t.writeFrame(ctx, f)
 }
 
-func (c *Client) readLoop() {
-	defer c.wg.Done()
-	for {
-		f, err := c.t.readFrame()
-		if err != nil {
-			c.mu.Lock()
-			select {
-			case <-c.quit:
-				c.err = ErrClosed
-			default:
-				c.err = err
-			}
-			c.mu.Unlock()
-			close(c.done)
-			return
-		}
-		c.dispatch(f)
+// answer is a call's result from its answer frame.
+func answer(f envelope.Frame, resp any) error {
+	if f.Kind == envelope.Error {
+		return &codes.Error{Code: codes.Code(f.Code), Message: f.Message}
 	}
-}
-
-// dispatch hands a frame to whoever waits for it. Handlers run outside
-// the lock, so they may call the client's methods.
-func (c *Client) dispatch(f envelope.Frame) {
-	c.mu.Lock()
-	switch f.Kind {
-	case envelope.Response, envelope.Error:
-		if ch, ok := c.pending[f.RequestID]; ok {
-			delete(c.pending, f.RequestID)
-			ch <- f // buffered: never blocks
-		}
-		c.mu.Unlock()
-	case envelope.Push:
-		fn, any := c.pushes[f.RouteID], c.anyPush
-		c.mu.Unlock()
-		if fn != nil {
-			fn(f.Body)
-		} else if any != nil {
-			any(f.RouteID, f.Body)
-		}
-	case envelope.Notice:
-		if codes.IsNotice(codes.Code(f.Code)) {
-			fn := c.notice
-			c.mu.Unlock()
-			if fn != nil {
-				fn(f.Code, f.Message)
-			}
-			return
-		}
-		if f.Token != "" {
-			c.token = f.Token
-		}
-		fn := c.status
-		c.mu.Unlock()
-		if fn != nil {
-			fn(Status{Code: f.Code, Message: f.Message, Token: f.Token, GraceMS: f.GraceMS})
-		}
-	default: // heartbeat echoes need nothing
-		c.mu.Unlock()
-	}
-}
-
-func (c *Client) heartbeats(every time.Duration) {
-	defer c.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			if c.Heartbeat() != nil {
-				return
-			}
-		case <-c.done:
-			return
-		case <-c.quit:
-			return
-		}
-	}
+	return decode(f.Body, resp)
 }
 
 func encode(v any) ([]byte, error) {
@@ -378,3 +482,8 @@ func decode(body []byte, v any) error {
 	}
 	return json.Unmarshal(body, v)
 }
+
+// DecodeBody decodes a response or push body as Call does: into a *[]byte
+// as it is, else as JSON (an empty body leaves v alone; nil v ignores the
+// body). Generated stubs decode pushes with it.
+func DecodeBody(body []byte, v any) error { return decode(body, v) }

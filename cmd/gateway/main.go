@@ -37,6 +37,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return callCmd(args[1:], stdout, stderr)
 	case "routes":
 		return routesCmd(args[1:], stdout, stderr)
+	case "gen":
+		return genCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -56,6 +58,7 @@ func usage(w io.Writer) {
       -text                log as text
   gateway check [-c FILE]  validate FILE, compile every VM, print the route table
   gateway routes [-c FILE] print the route table with codecs (no VM is spawned)
+  gateway gen [-c FILE] -lang ts|go -o DIR  write typed client stubs for the route table
   gateway call [-addr HOST:PORT] [-envelope idlen] ROUTE_NAME_OR_ID JSON [ROUTE JSON ...]
                            make requests on one connection; print answers, pushes and notices
   gateway bench [flags]    measure the gateway against a baseline echo server (-h for flags)

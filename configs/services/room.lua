@@ -1,5 +1,6 @@
 -- room: keeps each room's members and broadcasts their positions. It owns
--- the s2c route `position`, so shield.client_rpc.position exists here.
+-- the s2c routes `position` and `left`, so shield.client_rpc.position and
+-- shield.client_rpc.left exist here.
 local M = {}
 
 local rooms = {} -- room name -> {player_id -> ClientRef}
@@ -14,12 +15,20 @@ function M.join(ctx, room, ref)
   return n
 end
 
+-- leave(room, player_id): the player left the room (joined another, or
+-- disconnected); the members still there get a `left` push with the new
+-- count, so that their boards drop the player.
 function M.leave(ctx, room, player_id)
   local members = rooms[room]
-  if members then
-    members[player_id] = nil
-    if next(members) == nil then rooms[room] = nil end
+  if not members or not members[player_id] then return end
+  members[player_id] = nil
+  local refs = {}
+  for _, ref in pairs(members) do refs[#refs + 1] = ref end
+  if #refs == 0 then
+    rooms[room] = nil
+    return
   end
+  shield.client_rpc.left(refs, { player_id = player_id, members = #refs })
 end
 
 function M.move(ctx, room, player_id, x, y)

@@ -1,11 +1,13 @@
-// Package web embeds the browser client of the example game (index.html
-// and game.js, plain files with no build step) so that the gateway's admin
-// server can serve it at /play/ wherever the binary runs.
+// Package web embeds the browser client of the example game so that the
+// gateway's admin server can serve it at /play/ wherever the binary runs:
+// index.html, game.js, and shield.js, the @shieldrpc/client package
+// (clients/ts) bundled by `npm run build:demo` there and committed, so
+// that neither building nor serving the gateway needs npm.
 package web
 
 import "embed"
 
-// Files holds index.html and game.js at its root.
+// Files holds index.html, game.js and shield.js at its root.
 //
-//go:embed index.html game.js
+//go:embed index.html game.js shield.js
 var Files embed.FS

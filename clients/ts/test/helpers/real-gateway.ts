@@ -77,6 +77,10 @@ export interface Listener {
 export interface RunningGateway {
   /** The URL of each listener by name. */
   urls: Record<string, string>;
+  /** The admin server's base URL (http://127.0.0.1:port), when startGateway was asked for one. */
+  adminUrl?: string;
+  /** The value of an unlabelled metric on /metrics (needs adminUrl); undefined when absent. */
+  metric(name: string): Promise<number | undefined>;
   child: ChildProcess;
   /** What the gateway wrote to stderr (its logs), for failure messages. */
   logs(): string;
@@ -86,11 +90,15 @@ export interface RunningGateway {
   stop(ms?: number): Promise<void>;
 }
 
-/** Starts the gateway with the listeners and extra session keys, and waits for every port. */
-export async function startGateway(listeners: Listener[], sessionYAML = ''): Promise<RunningGateway> {
+/**
+ * Starts the gateway with the listeners and extra session keys, and waits for
+ * every port; with admin, also an admin server (for /metrics).
+ */
+export async function startGateway(listeners: Listener[], sessionYAML = '', admin = false): Promise<RunningGateway> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'shield-ts-'));
   const bin = gatewayBinary(tmp);
-  const ports = await freePorts(listeners.length);
+  const ports = await freePorts(listeners.length + (admin ? 1 : 0));
+  const adminPort = admin ? ports.pop() : undefined;
   const urls: Record<string, string> = {};
   const lines = listeners.map((l, i) => {
     const addr = `127.0.0.1:${ports[i]}`;
@@ -98,11 +106,12 @@ export async function startGateway(listeners: Listener[], sessionYAML = ''): Pro
     const ws = l.transport === 'ws' ? ', path: /ws' : '';
     return `    - {name: ${l.name}, address: "${addr}", transport: ${l.transport}${ws}, entry_service: auth, protocol: {envelope: ${l.envelope}, body: json}}`;
   });
+  const adminYAML = adminPort === undefined ? '' : `  admin: {address: "127.0.0.1:${adminPort}"}\n`;
   const config = `node: {name: gw-ts}
 network:
   listeners:
 ${lines.join('\n')}
-session:
+${adminYAML}session:
   idle_timeout: 60s
   duplicate_login: kick_old
   shutdown_grace: 1s
@@ -142,9 +151,16 @@ ${exampleActors()}`;
     rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
   };
 
+  const adminUrl = adminPort === undefined ? undefined : `http://127.0.0.1:${adminPort}`;
+  const metric = async (name: string): Promise<number | undefined> => {
+    if (adminUrl === undefined) throw new Error('startGateway was not asked for an admin server');
+    const text = await (await fetch(`${adminUrl}/metrics`)).text();
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : undefined;
+  };
   try {
     const deadline = Date.now() + 30_000;
-    for (const port of ports) {
+    for (const port of adminPort === undefined ? ports : [...ports, adminPort]) {
       for (;;) {
         if (done) throw new Error(`the gateway exited before listening:\n${logs}\nconfig:\n${config}`);
         if (await canConnect(port)) break;
@@ -156,7 +172,9 @@ ${exampleActors()}`;
     await stop(1000);
     throw e;
   }
-  return { urls, child, logs: () => logs, exited, stop };
+  const gw: RunningGateway = { urls, child, logs: () => logs, exited, stop, metric };
+  if (adminUrl !== undefined) gw.adminUrl = adminUrl;
+  return gw;
 }
 
 function canConnect(port: number): Promise<boolean> {
@@ -173,10 +191,16 @@ function canConnect(port: number): Promise<boolean> {
 /** A TCP proxy in front of a port, whose connections a test can cut (a dropped network). */
 export class Proxy {
   readonly server: net.Server;
+  /** While true, new connections are closed as soon as they are accepted (a network still down). */
+  refusing = false;
   readonly #pairs = new Set<[net.Socket, net.Socket]>();
 
   private constructor(target: number) {
     this.server = net.createServer((down) => {
+      if (this.refusing) {
+        down.destroy();
+        return;
+      }
       const up = net.connect({ host: '127.0.0.1', port: target });
       const pair: [net.Socket, net.Socket] = [down, up];
       this.#pairs.add(pair);
