@@ -279,6 +279,12 @@ func (vm *VM) classify(t *task, err error) *codes.Error {
 	} else if vm.spec.Suppressed != nil {
 		vm.spec.Suppressed()
 	}
+	if t != nil && t.in == nil && t.call == nil && t.session() == nil {
+		// A hook the runtime ran (init, reload_load, ...): its error is
+		// the operator's, who reads it where it surfaces (a failed start
+		// or reload), not a client's.
+		return codes.New(codes.HandlerFailed, "%s (incident %s)", msg, incident)
+	}
 	return codes.New(codes.HandlerFailed, "internal error (incident %s)", incident)
 }
 

@@ -3,6 +3,7 @@
 //	gateway                  serve the example game: gateway run -c configs/actors.yaml
 //	gateway run [-c FILE]    serve until SIGINT or SIGTERM, then drain
 //	gateway check [-c FILE]  validate the config, compile every VM, print the route table
+//	gateway reload           reload a running gateway (POST /admin/reload)
 package main
 
 import (
@@ -39,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return routesCmd(args[1:], stdout, stderr)
 	case "gen":
 		return genCmd(args[1:], stdout, stderr)
+	case "reload":
+		return reloadCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -61,6 +64,8 @@ func usage(w io.Writer) {
   gateway gen [-c FILE] -lang ts|go -o DIR  write typed client stubs for the route table
   gateway call [-addr HOST:PORT] [-envelope idlen] ROUTE_NAME_OR_ID JSON [ROUTE JSON ...]
                            make requests on one connection; print answers, pushes and notices
+  gateway reload [-admin HOST:PORT] [-token T]
+                           reload a running gateway's config and scripts (its admin API)
   gateway bench [flags]    measure the gateway against a baseline echo server (-h for flags)
 `)
 }

@@ -87,10 +87,13 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// reload handles SIGHUP. Hot reload is not built yet (SPEC §12): until it
-// is, the signal is logged and nothing changes, and the process goes on.
-func reload(_ *bootstrap.Server, log *slog.Logger) {
-	log.Warn("SIGHUP: reload is not available in this build; nothing changed (restart to change the config)")
+// reload handles SIGHUP (SPEC §12): the server logs "reload ok" or
+// "reload failed" with the errors. A SIGTERM meanwhile waits for it.
+func reload(srv *bootstrap.Server, log *slog.Logger) {
+	log.Info("SIGHUP: reloading")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = srv.Reload(ctx)
 }
 
 func newLogger(w io.Writer, c config.Log, text bool) *slog.Logger {
