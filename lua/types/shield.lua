@@ -5,7 +5,7 @@
 -- complete and check every shield.* call in a service script.
 --
 -- This file is never loaded by Shield: the real `shield` global is built in
--- Go (luavm/shield.go, luavm/shield_call.go, luavm/shield_client.go).
+-- Go (luavm/shield.go and luavm/shield_*.go).
 -- luavm/annotations_test.go fails when a function the VM registers has no
 -- annotated stub here, or a stub here names a function the VM lacks.
 -- The guide is docs/lua-api.md; the contract is SPEC §8.
@@ -241,5 +241,51 @@ function shield.client.kick(client, reason) end
 ---and a table mapping each rejected index (1-based) to its code.
 ---@type table<string, fun(target: ShieldClient|ShieldClientRef|(ShieldClient|ShieldClientRef)[], body: any): (true|integer|nil), (string|table<integer, string>|nil)>
 shield.client_rpc = {}
+
+---------------------------------------------------------------------------
+-- shield.crypto and shield.base64: hashes, MACs, random bytes (SPEC §11)
+---------------------------------------------------------------------------
+
+---Hashes and MACs from Go's crypto packages, over Lua strings (any bytes).
+---@class shield.crypto
+shield.crypto = {}
+
+---Returns the SHA-256 digest of `s` as 64 lowercase hex digits.
+---@param s string The bytes to hash.
+---@return string hex
+function shield.crypto.sha256(s) end
+
+---Returns the HMAC-SHA-256 of `s` under `key` as 64 lowercase hex digits.
+---@param key string The secret key (any bytes, any length).
+---@param s string The message.
+---@return string hex
+function shield.crypto.hmac_sha256(key, s) end
+
+---Returns `n` bytes from the operating system's cryptographic random source (a binary string).
+---An `n` that is not an integer from 1 to 1024 raises a plain error.
+---@param n integer How many bytes, 1..1024.
+---@return string bytes
+function shield.crypto.random(n) end
+
+---Compares two strings in time that depends only on their lengths: use it for MACs and tokens.
+---@param a string
+---@param b string
+---@return boolean equal
+function shield.crypto.equal(a, b) end
+
+---Base64 with the standard alphabet and padding (RFC 4648 section 4).
+---@class shield.base64
+shield.base64 = {}
+
+---Encodes any bytes as standard base64 with padding.
+---@param s string The bytes.
+---@return string text
+function shield.base64.encode(s) end
+
+---Decodes standard base64 with padding and no whitespace; bad input returns nil, "invalid"; "" decodes to "".
+---@param s string The base64 text.
+---@return string|nil bytes
+---@return "invalid"|nil err
+function shield.base64.decode(s) end
 
 return shield
