@@ -34,8 +34,8 @@ type Call struct {
 	Gen uint64
 }
 
-// Result completes something a VM is waiting for: a call's reply or a
-// bind's outcome. It travels on the receiver's control lane and is never
+// Result completes something a VM is waiting for: a call's reply, a
+// bind's outcome, or an op's. It travels on the receiver's control lane and is never
 // dropped. Values are the results, copied like a Call's Args.
 type Result struct {
 	To     egress.ActorID
@@ -45,6 +45,10 @@ type Result struct {
 	Err    *codes.Error
 	// Ref is a bind's new ClientRef.
 	Ref egress.ClientRef
+	// op is the outcome of one of the VM's own ops (shield.http.request,
+	// shield.kv.*; see ops.go). Such a Result only ever goes from an op's
+	// goroutine to its own VM's control lane: it never leaves the process.
+	op opOutcome
 }
 
 // Host is what a VM needs from the actor that runs it. Its methods are

@@ -243,6 +243,36 @@ function shield.client.kick(client, reason) end
 shield.client_rpc = {}
 
 ---------------------------------------------------------------------------
+-- shield.http: calls to the hosts of lua.http.allow (SPEC §11)
+---------------------------------------------------------------------------
+
+---What shield.http.request sends.
+---@class ShieldHTTPRequest
+---@field method? string "GET" when absent.
+---@field url string An http:// or https:// URL whose host:port is in lua.http.allow (no port: 80 or 443).
+---@field headers? table<string, string> Request headers, name -> value.
+---@field body? string The request body.
+
+---What shield.http.request returns, whatever the status.
+---@class ShieldHTTPResponse
+---@field status integer The HTTP status (a 3xx is returned as it is: redirects are not followed).
+---@field headers table<string, string> Canonical names ("Content-Type"); repeated values joined with ", ".
+---@field body string The body, decoded (gzip), at most lua.http.max_response_bytes.
+
+---HTTP calls out of the VM.
+---@class shield.http
+shield.http = {}
+
+---Sends an HTTP request and waits for the answer; only this coroutine suspends, and pcall works around it.
+---Raises client_rpc.unavailable for a host:port not in lua.http.allow (before anything is sent) and
+---for a failure to connect (refused, DNS, TLS); client_rpc.timeout after min(lua.http.timeout, the
+---handler's budget); client_rpc.resource_exhausted for a body over lua.http.max_response_bytes;
+---client_rpc.busy past max_pending. Any status is returned, never raised.
+---@param req ShieldHTTPRequest
+---@return ShieldHTTPResponse resp
+function shield.http.request(req) end
+
+---------------------------------------------------------------------------
 -- shield.crypto and shield.base64: hashes, MACs, random bytes (SPEC §11)
 ---------------------------------------------------------------------------
 
