@@ -72,11 +72,12 @@ func Compile(path string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes}
+	w := newWorld(cfg, opts)
+	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes, Resources: w.resources()}
 	if opts.Metrics != nil {
 		ropts.Metrics = opts.Metrics
 	}
-	rt, err := service.New(actorSpecs(cfg, table, schemas, opts), ropts)
+	rt, err := service.New(actorSpecs(cfg, table, schemas, w, opts), ropts)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func Compile(path string, opts Options) (*Report, error) {
 
 // actorSpecs is what the runtime needs to spawn every VM of every actor,
 // from the config (where the defaults live) and the merged table.
-func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Schemas, opts Options) []service.Actor {
+func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Schemas, w world, opts Options) []service.Actor {
 	pushCodecs := cfg.BodyCodecKeys()
 	actors := make([]service.Actor, 0, len(cfg.Actors))
 	for i := range cfg.Actors {
@@ -114,6 +115,7 @@ func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Sche
 				PushCodecs:     pushCodecs,
 				Settings:       a.Settings,
 				PushOwners:     pushOwners,
+				HTTP:           w.http,
 			}
 			if m := opts.Metrics; m != nil {
 				c := m.IncidentsNotLogged.WithLabelValues(a.Name)
