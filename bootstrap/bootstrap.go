@@ -13,6 +13,7 @@ import (
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
 	"github.com/shieldrpc/shield/gateway"
+	"github.com/shieldrpc/shield/kv"
 	"github.com/shieldrpc/shield/luavm"
 	"github.com/shieldrpc/shield/metrics"
 	"github.com/shieldrpc/shield/service"
@@ -25,6 +26,10 @@ type Report struct {
 	Config  *config.Config
 	Table   *descriptor.Table
 	Runtime *service.Runtime
+	// KV is shield.kv's store (nil without storage), a resource of the
+	// runtime: it starts with it, embedding a NATS server unless given a
+	// connection first (KV.UseConn, for a cluster's) before Start.
+	KV *kv.Store
 }
 
 // Close releases the VMs of a runtime that was never started.
@@ -81,7 +86,7 @@ func Compile(path string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Report{Config: cfg, Table: table, Runtime: rt}, nil
+	return &Report{Config: cfg, Table: table, Runtime: rt, KV: w.kv}, nil
 }
 
 // actorSpecs is what the runtime needs to spawn every VM of every actor,
@@ -116,6 +121,7 @@ func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Sche
 				Settings:       a.Settings,
 				PushOwners:     pushOwners,
 				HTTP:           w.http,
+				KV:             w.store(),
 			}
 			if m := opts.Metrics; m != nil {
 				c := m.IncidentsNotLogged.WithLabelValues(a.Name)

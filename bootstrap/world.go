@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/kv"
 	"github.com/shieldrpc/shield/luavm"
 	"github.com/shieldrpc/shield/service"
 )
@@ -11,15 +12,34 @@ import (
 // after their stop (service.Options.Resources).
 type world struct {
 	http *luavm.HTTPClient // shield.http: lua.http's allow list and pooled client
+	kv   *kv.Store         // shield.kv; nil without storage
 }
 
 // newWorld builds the world of cfg. Nothing in it starts yet: `gateway
 // check` compiles VMs without running anything.
-func newWorld(cfg *config.Config, _ Options) world {
-	return world{http: luavm.NewHTTPClient(cfg.Lua.HTTP)}
+func newWorld(cfg *config.Config, opts Options) world {
+	w := world{http: luavm.NewHTTPClient(cfg.Lua.HTTP)}
+	if cfg.Storage != nil {
+		w.kv = kv.New(*cfg.Storage, kv.Options{Logger: opts.Logger})
+	}
+	return w
 }
 
-// resources lists the world's parts in the order they start.
+// store is the world's kv store as the VMs see it: a nil interface, not a
+// nil *kv.Store, without storage.
+func (w world) store() luavm.KV {
+	if w.kv == nil {
+		return nil
+	}
+	return w.kv
+}
+
+// resources lists the world's parts in the order they start: the store
+// first, so that a start that cannot reach it fails before anything else.
 func (w world) resources() []service.Resource {
-	return []service.Resource{w.http}
+	var rs []service.Resource
+	if w.kv != nil {
+		rs = append(rs, w.kv)
+	}
+	return append(rs, w.http)
 }

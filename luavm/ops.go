@@ -93,3 +93,11 @@ func (vm *VM) closeOps() {
 	vm.opStop()
 	vm.ops.Wait()
 }
+
+// misuse raises a plain Lua error (SPEC §8: a bad argument, key, bucket or
+// value) from the Go half of a suspending function: the message, then the
+// script's file and line. L.RaiseError and L.ArgError would name the
+// runtime's wrapper instead, which the script author never wrote.
+func misuse(L *lua.LState, format string, args ...any) {
+	L.Error(lua.LString(fmt.Sprintf(format, args...)+scriptLine(L)), 0)
+}

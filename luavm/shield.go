@@ -71,6 +71,7 @@ func (vm *VM) installShield() {
 	vm.installClient(sh, check)
 	vm.installCrypto(sh)
 	vm.installHTTP(sh, check)
+	vm.installKV(sh, check)
 
 	L.G.Global.RawSetString("shield", sh)
 	L.G.Global.RawGetString("package").(*lua.LTable).RawGetString("loaded").(*lua.LTable).RawSetString("shield", sh)

@@ -95,6 +95,9 @@ func (c *HTTPClient) Close() error {
 // lowercased).
 func (c *HTTPClient) allowed(hostport string) bool { return c != nil && c.allow[hostport] }
 
+// httpRequestName names shield.http.request in its messages.
+const httpRequestName = "shield.http.request"
+
 // httpRequestKeys are the fields of shield.http.request's table.
 var httpRequestKeys = map[string]bool{"method": true, "url": true, "headers": true, "body": true}
 
@@ -102,12 +105,12 @@ var httpRequestKeys = map[string]bool{"method": true, "url": true, "headers": tr
 // headers=, body=}. Everything a script can get wrong is checked here,
 // before anything is sent; the request then runs as an op (ops.go).
 func (vm *VM) luaHTTPRequest(L *lua.LState) int {
-	const name = "shield.http.request"
+	const name = httpRequestName
 	t := vm.running(L, name)
 	opts := L.CheckTable(1)
 	opts.ForEach(func(k, _ lua.LValue) {
 		if s, ok := k.(lua.LString); !ok || !httpRequestKeys[string(s)] {
-			L.ArgError(1, fmt.Sprintf("unknown field %s (fields: method, url, headers, body)", lua.LVAsString(L.ToStringMeta(k))))
+			misuse(L, "%s: unknown field %s (fields: method, url, headers, body)", name, lua.LVAsString(L.ToStringMeta(k)))
 		}
 	})
 	method := "GET"
@@ -116,19 +119,19 @@ func (vm *VM) luaHTTPRequest(L *lua.LState) int {
 		method = string(m)
 	case *lua.LNilType:
 	default:
-		L.ArgError(1, "method must be a string")
+		misuse(L, "%s: method must be a string", name)
 	}
 	raw, ok := opts.RawGetString("url").(lua.LString)
 	if !ok {
-		L.ArgError(1, "url (a string) is required")
+		misuse(L, "%s: url (a string) is required", name)
 	}
 	u, err := url.Parse(string(raw))
 	if err != nil {
-		L.ArgError(1, "url: "+err.Error())
+		misuse(L, "%s: url: %v", name, err)
 	}
 	hostport, err := targetOf(u)
 	if err != nil {
-		L.ArgError(1, "url: "+err.Error())
+		misuse(L, "%s: url: %v", name, err)
 	}
 	var body io.Reader
 	switch b := opts.RawGetString("body").(type) {
@@ -136,16 +139,16 @@ func (vm *VM) luaHTTPRequest(L *lua.LState) int {
 		body = strings.NewReader(string(b))
 	case *lua.LNilType:
 	default:
-		L.ArgError(1, "body must be a string")
+		misuse(L, "%s: body must be a string", name)
 	}
 	req, err := http.NewRequest(method, string(raw), body)
 	if err != nil {
-		L.ArgError(1, err.Error())
+		misuse(L, "%s: %v", name, err)
 	}
 	if hs := opts.RawGetString("headers"); hs != lua.LNil {
 		tbl, ok := hs.(*lua.LTable)
 		if !ok {
-			L.ArgError(1, "headers must be a table of name = string")
+			misuse(L, "%s: headers must be a table of name = string", name)
 		}
 		setHeaders(L, req, tbl)
 	}
@@ -192,7 +195,7 @@ func setHeaders(L *lua.LState, req *http.Request, tbl *lua.LTable) {
 	tbl.ForEach(func(k, v lua.LValue) {
 		name, ok := k.(lua.LString)
 		if !ok || !validHeaderName(string(name)) {
-			L.ArgError(1, fmt.Sprintf("headers: %q is not a header name", lua.LVAsString(L.ToStringMeta(k))))
+			misuse(L, "%s: headers: %q is not a header name", httpRequestName, lua.LVAsString(L.ToStringMeta(k)))
 		}
 		var value string
 		switch v := v.(type) {
@@ -201,10 +204,10 @@ func setHeaders(L *lua.LState, req *http.Request, tbl *lua.LTable) {
 		case lua.LNumber:
 			value = v.String()
 		default:
-			L.ArgError(1, fmt.Sprintf("headers: the value of %s must be a string", name))
+			misuse(L, "%s: headers: the value of %s must be a string", httpRequestName, name)
 		}
 		if strings.ContainsAny(value, "\r\n\x00") {
-			L.ArgError(1, fmt.Sprintf("headers: the value of %s holds a line break or NUL", name))
+			misuse(L, "%s: headers: the value of %s holds a line break or NUL", httpRequestName, name)
 		}
 		key := textproto.CanonicalMIMEHeaderKey(string(name))
 		if key == "Host" {
@@ -234,7 +237,7 @@ func validHeaderName(s string) bool {
 // connect (or to get an answer) is unavailable, the deadline is timeout,
 // and a body over limit is resource_exhausted.
 func (c *HTTPClient) do(ctx context.Context, req *http.Request, hostport string, timeout time.Duration, limit int64) opOutcome {
-	const name = "shield.http.request"
+	const name = httpRequestName
 	late := func() opOutcome {
 		return failed(codes.Timeout, "%s: %s %s: no answer within %v (lua.http.timeout, or the handler's budget)", name, req.Method, hostport, timeout)
 	}

@@ -62,6 +62,9 @@ type Spec struct {
 	// HTTP is shield.http's client, shared by every VM of the runtime;
 	// nil: every URL is refused, as with an empty lua.http.allow.
 	HTTP *HTTPClient
+	// KV is the store of shield.kv, shared by every VM of the runtime;
+	// nil without storage: every shield.kv function raises unavailable.
+	KV KV
 	// Suppressed, if set, counts an incident whose log line the VM's
 	// limit dropped (its incident id still reaches the client).
 	Suppressed func()

@@ -243,6 +243,64 @@ function shield.client.kick(client, reason) end
 shield.client_rpc = {}
 
 ---------------------------------------------------------------------------
+-- shield.kv: key-value buckets of storage.buckets, on NATS JetStream (SPEC §11)
+---------------------------------------------------------------------------
+
+---A key-value store that survives restarts. Every function suspends only the calling
+---coroutine (like shield.call), runs within the handler's budget and works inside pcall.
+---Raises client_rpc.unavailable without a storage block or when the store cannot be reached,
+---client_rpc.timeout when it does not answer within the handler's budget, client_rpc.busy past
+---max_pending; a bucket not in storage.buckets or a bad key raises a plain error naming it.
+---Keys: 1 to 255 of A-Z a-z 0-9 _ - = . /, not starting or ending with ".", no "..".
+---@class shield.kv
+shield.kv = {}
+
+---Reads a key: its value and revision, or nil when the key is absent (a stored null is shield.null).
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@return any value The value, or nil.
+---@return integer? revision The revision of that value.
+function shield.kv.get(bucket, key) end
+
+---Writes a value (any value of the JSON mapping; nil is an error: use delete) and returns its revision.
+---Raises client_rpc.resource_exhausted when its JSON is longer than the bucket's max_value_bytes.
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@param value any A table, string, number, boolean or shield.null.
+---@return integer revision Larger than every revision the bucket gave before.
+function shield.kv.put(bucket, key, value) end
+
+---Writes a value only if the key is absent: its revision, or nil, "exists".
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@param value any A table, string, number, boolean or shield.null.
+---@return integer|nil revision
+---@return "exists"|nil why
+function shield.kv.create(bucket, key, value) end
+
+---Writes a value only if the key's revision is `revision` (compare-and-set): the new revision, or nil,
+---"conflict" when the key is absent or was written since.
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@param value any A table, string, number, boolean or shield.null.
+---@param revision integer The revision the caller read (a positive integer).
+---@return integer|nil revision
+---@return "conflict"|nil why
+function shield.kv.update(bucket, key, value, revision) end
+
+---Removes a key; returns true, for an absent key too. create works again after it.
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@return true
+function shield.kv.delete(bucket, key) end
+
+---Lists the keys that start with the plain string `prefix` (nil or "": all), sorted, at most the first 10,000.
+---@param bucket string A bucket of storage.buckets.
+---@param prefix? string A plain prefix, no pattern.
+---@return string[] keys An array (encodes as [] when empty).
+function shield.kv.keys(bucket, prefix) end
+
+---------------------------------------------------------------------------
 -- shield.http: calls to the hosts of lua.http.allow (SPEC §11)
 ---------------------------------------------------------------------------
 
