@@ -3,6 +3,7 @@
 //	gateway                  serve the example game: gateway run -c configs/actors.yaml
 //	gateway run [-c FILE]    serve until SIGINT or SIGTERM, then drain
 //	gateway check [-c FILE]  validate the config, compile every VM, print the route table
+//	gateway token -user NAME mint a login token for the example game
 package main
 
 import (
@@ -37,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return callCmd(args[1:], stdout, stderr)
 	case "routes":
 		return routesCmd(args[1:], stdout, stderr)
+	case "token":
+		return tokenCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -58,6 +61,8 @@ func usage(w io.Writer) {
   gateway routes [-c FILE] print the route table with codecs (no VM is spawned)
   gateway call [-addr HOST:PORT] [-envelope idlen] ROUTE_NAME_OR_ID JSON [ROUTE JSON ...]
                            make requests on one connection; print answers, pushes and notices
+  gateway token -user NAME [-c FILE] [-ttl 24h]
+                           print a login token for the example game's auth (signed with its settings.token_secret)
   gateway bench [flags]    measure the gateway against a baseline echo server (-h for flags)
 `)
 }
