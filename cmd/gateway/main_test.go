@@ -43,6 +43,7 @@ func TestCheckExample(t *testing.T) {
 		{"ID": "1001", "NAME": "login", "DIRECTION": "c2s", "OWNER": "auth", "BINDING": "login", "REQUIRES_AUTH": "false", "ACTION": "decode_local"},
 		{"ID": "2001", "NAME": "move", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "move", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 		{"ID": "2002", "NAME": "join_room", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "join_room", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "2003", "NAME": "profile", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "profile", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 		{"ID": "2101", "NAME": "position", "DIRECTION": "s2c", "OWNER": "room", "BINDING": "position", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 	}
 	if len(rows) != len(want) {
@@ -55,7 +56,7 @@ func TestCheckExample(t *testing.T) {
 			}
 		}
 	}
-	if got := lines[len(lines)-1]; got != example+": ok: 4 routes, 3 actors, 4 VMs compiled" {
+	if got := lines[len(lines)-1]; got != example+": ok: 5 routes, 3 actors, 4 VMs compiled" {
 		t.Errorf("summary line = %q", got)
 	}
 }

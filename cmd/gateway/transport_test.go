@@ -34,6 +34,7 @@ func TestCallOverTransports(t *testing.T) {
 			// The game listener under mutual TLS.
 			c.Network.Listeners[0].TLS = &config.TLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, ClientCAFile: certs.CA}
 			c.Network.Admin = nil
+			c.Storage.DataDir = dir // not the repository's configs/data
 		},
 	})
 	if err != nil {
