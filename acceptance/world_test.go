@@ -169,4 +169,3 @@ func (r *rawJSON) UnmarshalJSON(b []byte) error {
 	*r = append((*r)[:0], b...)
 	return nil
 }
-
