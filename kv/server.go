@@ -8,24 +8,37 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/shieldrpc/shield/config"
 )
 
 // defaultStartTimeout bounds the embedded server's start when ctx has no
 // deadline: JetStream recovers every stream of data_dir before it is ready.
 const defaultStartTimeout = 30 * time.Second
 
-// startServer runs the embedded NATS server: JetStream on, its files in
-// dataDir, no port (clients connect in-process), no signal handlers (the
-// gateway has its own), and its log lines in the gateway's log.
-func startServer(ctx context.Context, dataDir string, payload int32, log *slog.Logger) (*server.Server, error) {
-	opts := &server.Options{
-		ServerName: "shield-kv",
-		DontListen: true,
-		JetStream:  true,
-		StoreDir:   dataDir,
-		NoSigs:     true,
-		MaxPayload: payload,
+// ServerOptions sets what a NATS server embedded in this process needs to
+// hold cfg's buckets: JetStream on, its files in cfg.DataDir, and a
+// max_payload that carries the largest value. The store's own server
+// takes them; a cluster that embeds its NATS server (cluster.embedded)
+// applies them to its options too, then hands the store its connection
+// (UseConn), so that a node runs one server and one connection.
+func ServerOptions(opts *server.Options, cfg config.Storage) {
+	opts.JetStream = true
+	opts.StoreDir = cfg.DataDir
+	need := headerRoom
+	for _, b := range cfg.Buckets {
+		need = max(need, b.MaxValueBytes+headerRoom)
 	}
+	opts.MaxPayload = int32(max(int(opts.MaxPayload), min(max(need, server.MAX_PAYLOAD_SIZE), maxPayload)))
+}
+
+// startServer runs the embedded NATS server of cfg (ServerOptions), with
+// no port (clients connect in-process), no signal handlers (the gateway
+// has its own), and its log lines in the gateway's log.
+func startServer(ctx context.Context, cfg config.Storage, log *slog.Logger) (*server.Server, error) {
+	dataDir := cfg.DataDir
+	opts := &server.Options{ServerName: "shield-kv", DontListen: true, NoSigs: true}
+	ServerOptions(opts, cfg)
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("storage: embedded NATS server: %w", err)

@@ -9,7 +9,9 @@
 //     storage.data_dir, and connects to it in-process;
 //   - given a connection (a cluster's, see Options.Conn and UseConn): it
 //     uses that connection's NATS, which must have JetStream enabled, and
-//     neither runs a server nor closes the connection.
+//     neither runs a server nor closes the connection. A cluster that
+//     embeds its own NATS server applies ServerOptions to it, so that the
+//     node runs one server, with its JetStream files in storage.data_dir.
 //
 // Either way Start creates each declared bucket, or updates its settings
 // (max value size, TTL), before any VM's init runs, and Close, after every
@@ -135,15 +137,11 @@ func (s *Store) Start(ctx context.Context) (err error) {
 			l.close()
 		}
 	}()
-	need := headerRoom
-	for _, b := range s.buckets {
-		need = max(need, b.MaxValueBytes+headerRoom)
-	}
 	if nc == nil {
 		if l.lock, err = lockDir(s.dataDir); err != nil {
 			return err
 		}
-		if l.srv, err = startServer(ctx, s.dataDir, int32(min(max(need, server.MAX_PAYLOAD_SIZE), maxPayload)), s.log); err != nil {
+		if l.srv, err = startServer(ctx, config.Storage{DataDir: s.dataDir, Buckets: s.buckets}, s.log); err != nil {
 			return err
 		}
 		if nc, err = nats.Connect("", nats.InProcessServer(l.srv), nats.Name("shield-kv")); err != nil {

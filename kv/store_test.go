@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,14 @@ import (
 // would be, with JetStream on or off; it is shut down at cleanup.
 func natsServer(t *testing.T, jetStream bool) *server.Server {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: jetStream, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	return startNATS(t, &server.Options{JetStream: jetStream, StoreDir: t.TempDir()})
+}
+
+// startNATS runs a NATS server with opts on a free loopback port.
+func startNATS(t *testing.T, opts *server.Options) *server.Server {
+	t.Helper()
+	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", -1, true, true
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +92,28 @@ return M`)
 	s.Close()
 	if nc.IsClosed() {
 		t.Error("Close closed the given connection")
+	}
+}
+
+// TestClusterEmbedded: a server embedded by a cluster, with the store's
+// ServerOptions applied, holds the buckets (their files in data_dir, their
+// large values within max_payload) for a store given its connection.
+func TestClusterEmbedded(t *testing.T) {
+	cfg := config.Storage{DataDir: t.TempDir(), Buckets: []config.Bucket{{Name: "big", MaxValueBytes: 2 << 20}}}
+	opts := &server.Options{}
+	kv.ServerOptions(opts, cfg)
+	nc := dial(t, startNATS(t, opts))
+	s := kv.New(cfg, kv.Options{Conn: nc, Logger: quiet()})
+	defer s.Close()
+	if err := s.Start(bg(t)); err != nil {
+		t.Fatal(err)
+	}
+	v := []byte(`"` + strings.Repeat("x", 2<<20-2) + `"`)
+	if _, err := s.Put(bg(t), "big", "k", v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "jetstream")); err != nil {
+		t.Errorf("the bucket's files are not in data_dir: %v", err)
 	}
 }
 
