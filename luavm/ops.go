@@ -83,15 +83,32 @@ func returned(vals ...lua.LValue) opOutcome {
 	return func(*VM) []lua.LValue { return append([]lua.LValue{lua.LTrue}, vals...) }
 }
 
-// closeOps cancels every op still running and waits for their goroutines.
-// Their results, if any, go to a control lane nobody reads any more, or
-// to the VM that replaced this one, which drops them (Result.Gen).
+// opsCloseWait bounds how long Close waits for cancelled ops: the store
+// and the HTTP client end a request soon after its context, but a VM's
+// stop must not hang on one that does not.
+const opsCloseWait = 5 * time.Second
+
+// closeOps cancels every op still running and waits for their goroutines,
+// at most opsCloseWait. Their results, if any, go to a control lane nobody
+// reads any more, or to the VM that replaced this one, which drops them
+// (Result.Gen); none of them touches the closed Lua state.
 func (vm *VM) closeOps() {
 	if vm.opStop == nil {
 		return
 	}
 	vm.opStop()
-	vm.ops.Wait()
+	done := make(chan struct{})
+	go func() {
+		vm.ops.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(opsCloseWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		vm.log.Error("ops still running after their VM closed; not waiting for them", "waited", opsCloseWait)
+	}
 }
 
 // misuse raises a plain Lua error (SPEC §8: a bad argument, key, bucket or
