@@ -122,6 +122,7 @@ func expectNoAnswer(t testing.TB, c *client.Client, route uint32, req any, d tim
 func exampleActors(services string) string {
 	return strings.ReplaceAll(`  - name: auth
     script: SERVICES/auth.lua
+    settings: {token_secret: dev-secret-change-me, dev_login: true}
     rpc: {routes: [{id: 1001, name: login, binding: login, requires_auth: false}]}
   - name: player
     script: SERVICES/player.lua
@@ -130,6 +131,7 @@ func exampleActors(services string) string {
       routes:
         - {id: 2001, name: move, binding: move}
         - {id: 2002, name: join_room, binding: join_room}
+        - {id: 2003, name: profile, binding: profile}
         - {id: 2101, name: position, binding: position, direction: s2c, owner_service: room}
         - {id: 2102, name: left, binding: left, direction: s2c, owner_service: room}
   - name: room

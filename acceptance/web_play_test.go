@@ -41,6 +41,7 @@ func startExample(t testing.TB) (*bootstrap.Server, string) {
 				}
 			}
 			c.Network.Admin.Address = admin
+			c.Storage.DataDir = t.TempDir() // not the repository's configs/data
 		},
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
+	"github.com/shieldrpc/shield/kv"
 	"github.com/shieldrpc/shield/luavm"
 	"github.com/shieldrpc/shield/metrics"
 	"github.com/shieldrpc/shield/service"
@@ -25,6 +26,13 @@ type Report struct {
 	// Schemas are the JSON Schemas routes are validated against; nil
 	// without network.schemas_dir (or without a json listener).
 	Schemas *codec.Schemas
+	// KV is shield.kv's store (nil without storage), a resource of the
+	// runtime: it starts with it, embedding a NATS server unless given a
+	// connection first (KV.UseConn, for a cluster's) before Start.
+	KV *kv.Store
+	// world is what the VMs reach outside the runtime, shared by the
+	// VMs a reload makes.
+	world world
 }
 
 // Close releases the VMs of a runtime that was never started.
@@ -57,20 +65,21 @@ func Compile(path string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes}
+	w := newWorld(cfg, opts)
+	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes, Resources: w.resources()}
 	if opts.Metrics != nil {
 		ropts.Metrics = opts.Metrics
 	}
-	rt, err := service.New(actorSpecs(cfg, table, schemas, opts), ropts)
+	rt, err := service.New(actorSpecs(cfg, table, schemas, w, opts), ropts)
 	if err != nil {
 		return nil, err
 	}
-	return &Report{Config: cfg, Table: table, Runtime: rt, Schemas: schemas}, nil
+	return &Report{Config: cfg, Table: table, Runtime: rt, Schemas: schemas, KV: w.kv, world: w}, nil
 }
 
 // actorSpecs is what the runtime needs to spawn every VM of every actor,
 // from the config (where the defaults live) and the merged table.
-func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Schemas, opts Options) []service.Actor {
+func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Schemas, w world, opts Options) []service.Actor {
 	pushCodecs := cfg.BodyCodecKeys()
 	actors := make([]service.Actor, 0, len(cfg.Actors))
 	for i := range cfg.Actors {
@@ -101,6 +110,8 @@ func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Sche
 				PushCodecs:     pushCodecs,
 				Settings:       a.Settings,
 				PushOwners:     pushOwners,
+				HTTP:           w.http,
+				KV:             w.store(),
 			}
 			if m := opts.Metrics; m != nil {
 				c := m.IncidentsNotLogged.WithLabelValues(a.Name)

@@ -112,6 +112,14 @@ func TestCompileExample(t *testing.T) {
 	if rep.Table.Len() != 5 {
 		t.Errorf("%d routes, want 5", rep.Table.Len())
 	}
+	if rep.KV == nil {
+		t.Error("the example's storage block gave no store")
+	}
+	// Compiling (gateway check) starts nothing: the store's data_dir is
+	// made by the runtime's start only.
+	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+		t.Errorf("compile made the store's data_dir: %v", err)
+	}
 	rt := rep.Runtime
 	for svc, n := range map[string]int{"auth": 1, "player": 2, "room": 1} {
 		if got := rt.VMs(svc); got != n {
@@ -130,8 +138,8 @@ func TestCompileExample(t *testing.T) {
 	if !auth.HasHandler(1001) || auth.HasHandler(2001) {
 		t.Error("auth compiles exactly login")
 	}
-	if !player.HasHandler(2001) || !player.HasHandler(2002) || player.Helper("position") != nil || !player.HasHook("init") {
-		t.Error("player compiles move and join_room, has init, and does not push position")
+	if !player.HasHandler(2001) || !player.HasHandler(2002) || !player.HasHandler(2003) || player.Helper("position") != nil || !player.HasHook("init") {
+		t.Error("player compiles move, join_room and profile, has init, and does not push position")
 	}
 	if h := room.Helper("position"); h == nil || h.ID != 2101 || room.HasHandler(2101) {
 		t.Errorf("room helper position = %+v; room must push position and handle nothing", h)

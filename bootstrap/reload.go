@@ -67,7 +67,7 @@ func (s *Server) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	specs := actorSpecs(cfg, table, schemas, r.opts)
+	specs := actorSpecs(cfg, table, schemas, s.Report.world, r.opts) // storage and lua do not change: the same world
 	vms, err := service.Compile(specs)
 	if err != nil {
 		return err

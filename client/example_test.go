@@ -26,6 +26,7 @@ func Example() {
 				c.Network.Listeners[i].Address = "127.0.0.1:0"
 			}
 			c.Network.Admin = nil
+			c.Storage = nil // no store files in configs/data: profiles live in memory
 		},
 	})
 	if err != nil {

@@ -547,8 +547,14 @@ func TestExampleConfig(t *testing.T) {
 	if got := strings.Join(names, ","); got != "auth,player,room" || routes != 5 {
 		t.Errorf("actors = %s with %d routes, want auth,player,room with 5", got, routes)
 	}
-	if p := cfg.Actors[1]; p.Instances != 2 || p.Routes[2].OwnerService != "room" || p.Routes[2].Direction != config.S2C {
+	if p := cfg.Actors[1]; p.Instances != 2 || p.Routes[3].OwnerService != "room" || p.Routes[3].Direction != config.S2C {
 		t.Errorf("player = %+v", p)
+	}
+	if s := cfg.Storage; s == nil || s.DataDir != filepath.Join("..", "configs", "data") || len(s.Buckets) != 1 || s.Buckets[0].Name != "players" {
+		t.Errorf("storage = %+v", s)
+	}
+	if a := cfg.Actors[0]; a.Settings["token_secret"] == nil || a.Settings["dev_login"] != true {
+		t.Errorf("auth settings = %v", a.Settings)
 	}
 }
 

@@ -38,8 +38,8 @@ type Call struct {
 	Reply string
 }
 
-// Result completes something a VM is waiting for: a call's reply or a
-// bind's outcome. It travels on the receiver's control lane and is never
+// Result completes something a VM is waiting for: a call's reply, a
+// bind's outcome, or an op's. It travels on the receiver's control lane and is never
 // dropped. Values are the results, copied like a Call's Args.
 type Result struct {
 	To     egress.ActorID
@@ -51,6 +51,10 @@ type Result struct {
 	Ref egress.ClientRef
 	// Reply is the answered Call's Reply.
 	Reply string
+	// op is the outcome of one of the VM's own ops (shield.http.request,
+	// shield.kv.*; see ops.go). Such a Result only ever goes from an op's
+	// goroutine to its own VM's control lane: it never leaves the process.
+	op opOutcome
 }
 
 // Host is what a VM needs from the actor that runs it. Its methods are

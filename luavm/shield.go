@@ -69,6 +69,9 @@ func (vm *VM) installShield() {
 	sh.RawSetString("log", logt)
 	sh.RawSetString("json", L.SetFuncs(L.NewTable(), map[string]lua.LGFunction{"encode": vm.luaJSONEncode, "decode": luaJSONDecode}))
 	vm.installClient(sh, check)
+	vm.installCrypto(sh)
+	vm.installHTTP(sh, check)
+	vm.installKV(sh, check)
 
 	L.G.Global.RawSetString("shield", sh)
 	L.G.Global.RawGetString("package").(*lua.LTable).RawGetString("loaded").(*lua.LTable).RawSetString("shield", sh)

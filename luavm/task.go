@@ -1,6 +1,7 @@
 package luavm
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
@@ -52,6 +53,8 @@ type pending struct {
 	fn    *lua.LFunction   // pendTimeout
 	timer *timerEntry      // pendSleep, pendTimeout
 	ref   egress.ClientRef // pendBind: the ref bound from
+	// cancel ends a pendOp's context: its task no longer waits for it.
+	cancel context.CancelFunc
 }
 
 type pendingKind uint8
@@ -61,6 +64,7 @@ const (
 	pendBind
 	pendSleep
 	pendTimeout
+	pendOp // shield.http.request, shield.kv.*: see ops.go
 )
 
 // poolMax bounds the idle message coroutines a VM keeps.
@@ -243,6 +247,9 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 	if p, ok := vm.pending[t.waiting]; ok && t.waiting != 0 {
 		delete(vm.pending, t.waiting) // a late result will find nothing
 		vm.timers.remove(p.timer)
+		if p.cancel != nil {
+			p.cancel() // an op nobody waits for stops its request
+		}
 	}
 	switch {
 	case t.in != nil:

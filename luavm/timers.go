@@ -123,17 +123,24 @@ func (vm *VM) addPending(p *pending) (uint64, bool) {
 }
 
 // HandleResult resumes the task waiting for r (a call's reply, a bind's
-// outcome). A result nobody waits for any more (its task timed out, or it
+// outcome, an op's outcome). A result nobody waits for any more (its task timed out, or it
 // was meant for the VM this one replaced) is dropped.
 func (vm *VM) HandleResult(r *Result) {
 	if r.Gen != vm.gen {
 		return
 	}
 	p, ok := vm.pending[r.ID]
-	if !ok || (p.kind != pendCall && p.kind != pendBind) {
+	if !ok || (p.kind != pendCall && p.kind != pendBind && p.kind != pendOp) {
 		return
 	}
 	delete(vm.pending, r.ID)
+	if p.kind == pendOp {
+		p.cancel()
+		if !p.task.done && r.op != nil {
+			vm.resume(p.task, r.op(vm)...)
+		}
+		return
+	}
 	if p.kind == pendBind && r.Err == nil {
 		// From now on, frames of the old epoch still queued here are
 		// stale (SPEC §4): only this VM could have rebound the session.

@@ -8,6 +8,7 @@
 package luavm
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -59,6 +60,12 @@ type Spec struct {
 	// service owns to that service, so that calling it here can say
 	// where it lives.
 	PushOwners map[string]string
+	// HTTP is shield.http's client, shared by every VM of the runtime;
+	// nil: every URL is refused, as with an empty lua.http.allow.
+	HTTP *HTTPClient
+	// KV is the store of shield.kv, shared by every VM of the runtime;
+	// nil without storage: every shield.kv function raises unavailable.
+	KV KV
 	// Suppressed, if set, counts an incident whose log line the VM's
 	// limit dropped (its incident id still reaches the client).
 	Suppressed func()
@@ -127,6 +134,13 @@ type VM struct {
 	// module.
 	codeMu sync.Mutex // guards code
 	code   map[string]cachedChunk
+
+	// The VM's op goroutines (ops.go): opCtx ends when the VM closes, and
+	// ops counts those still running. Only the actor's goroutine starts
+	// one or waits for them.
+	opCtx  context.Context
+	opStop context.CancelFunc
+	ops    sync.WaitGroup
 }
 
 // handler is a compiled c2s or bidi route.
@@ -160,6 +174,7 @@ func New(spec Spec) (*VM, error) {
 	vm := &VM{service: spec.Service, instance: spec.Instance, log: log, spec: spec, gen: generations.Add(1),
 		intr: newInterrupt(), tasks: map[uint64]*task{}, pending: map[uint64]*pending{}}
 	vm.l = newSandbox(filepath.Dir(spec.Script), log, vm.loadFile)
+	vm.opCtx, vm.opStop = context.WithCancel(context.Background())
 	if err := vm.setup(); err != nil {
 		vm.Close()
 		return nil, fmt.Errorf("luavm: runtime setup: %w", err)
@@ -202,8 +217,10 @@ func (vm *VM) Instance() int { return vm.instance }
 // Attach gives the VM the actor that runs it. Handlers run only after it.
 func (vm *VM) Attach(h Host) { vm.host = h }
 
-// Close releases the Lua state.
+// Close ends the VM's ops (their requests are cancelled, and Close waits
+// for their goroutines), then releases the Lua state.
 func (vm *VM) Close() {
+	vm.closeOps()
 	vm.intr.stop()
 	vm.l.Close()
 }

@@ -46,6 +46,19 @@ type Options struct {
 	HeapLimitBytes int64
 	// HeapCheckEvery is how often the heap is read; 0: 20ms.
 	HeapCheckEvery time.Duration
+	// Resources are what the VMs reach outside the runtime (the kv store,
+	// the HTTP client): each is started, in order, before any VM's init,
+	// and closed, in reverse order, after every actor has ended, so that
+	// init and stop can use them.
+	Resources []Resource
+}
+
+// Resource is something every VM of a runtime uses, whose life is the
+// runtime's. Close is called exactly once, whether or not Start was, or
+// succeeded.
+type Resource interface {
+	Start(ctx context.Context) error
+	Close() error
 }
 
 // Actor describes one service to run: the spec of each of its VMs, by
@@ -84,6 +97,7 @@ type Runtime struct {
 	outside  outsideCalls        // calls made from Go, see Call
 
 	stopOnce  sync.Once
+	closeOnce sync.Once // closes the resources
 	watchStop chan struct{}
 	watchDone chan struct{}
 }
@@ -171,10 +185,23 @@ func Compile(actors []Actor) ([][]*luavm.VM, error) {
 	return out, nil
 }
 
-// Close releases the VMs of a runtime that was never started (`gateway
-// check`, a start that failed before Start).
+// Close releases the VMs and the resources of a runtime that was never
+// started (`gateway check`, a start that failed before Start).
 func (rt *Runtime) Close() {
 	rt.each(func(a *actor) { a.vm.Load().Close() })
+	rt.closeResources()
+}
+
+// closeResources closes every resource once, the last started first.
+func (rt *Runtime) closeResources() {
+	rt.closeOnce.Do(func() {
+		res := rt.opts.Resources
+		for i := len(res) - 1; i >= 0; i-- {
+			if err := res[i].Close(); err != nil {
+				rt.log.Error("closing a runtime resource", "resource", fmt.Sprintf("%T", res[i]), "error", err)
+			}
+		}
+	})
 }
 
 // VMs is the number of VMs this node runs of a service, of every service
@@ -227,10 +254,17 @@ func (rt *Runtime) respond(r *egress.Response) {
 	}
 }
 
-// Start runs every actor and every VM's init, and returns when all inits
-// have finished; an init that fails fails the start (the runtime is then
-// stopped, and a later Stop does nothing). ctx bounds the wait.
+// Start starts the resources, then runs every actor and every VM's init,
+// and returns when all inits have finished; a resource or an init that
+// fails fails the start (the runtime is then stopped, and a later Stop
+// does nothing). ctx bounds the wait.
 func (rt *Runtime) Start(ctx context.Context) error {
+	for _, r := range rt.opts.Resources {
+		if err := r.Start(ctx); err != nil {
+			rt.stopOnce.Do(rt.Close)
+			return err
+		}
+	}
 	rt.each(func(a *actor) { go a.loop() })
 	rt.watchStop, rt.watchDone = make(chan struct{}), make(chan struct{})
 	go rt.watchHeap()
@@ -257,12 +291,14 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	return err
 }
 
-// halt ends every actor and the heap watcher. It runs once, under stopOnce.
+// halt ends every actor and the heap watcher, then closes the resources.
+// It runs once, under stopOnce.
 func (rt *Runtime) halt() {
 	rt.each(func(a *actor) { a.control.push(quit{}) })
 	rt.each(func(a *actor) { <-a.done })
 	close(rt.watchStop)
 	<-rt.watchDone
+	rt.closeResources()
 }
 
 // Hook runs one of the VMs' own hooks (init, stop, draining) in every VM

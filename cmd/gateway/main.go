@@ -4,6 +4,7 @@
 //	gateway run [-c FILE]    serve until SIGINT or SIGTERM, then drain
 //	gateway check [-c FILE]  validate the config, compile every VM, print the route table
 //	gateway reload           reload a running gateway (POST /admin/reload)
+//	gateway token -user NAME mint a login token for the example game
 package main
 
 import (
@@ -42,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return genCmd(args[1:], stdout, stderr)
 	case "reload":
 		return reloadCmd(args[1:], stdout, stderr)
+	case "token":
+		return tokenCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -66,6 +69,8 @@ func usage(w io.Writer) {
                            make requests on one connection; print answers, pushes and notices
   gateway reload [-admin HOST:PORT] [-token T]
                            reload a running gateway's config and scripts (its admin API)
+  gateway token -user NAME [-c FILE] [-ttl 24h]
+                           print a login token for the example game's auth (signed with its settings.token_secret)
   gateway bench [flags]    measure the gateway against a baseline echo server (-h for flags)
 `)
 }

@@ -43,6 +43,7 @@ func TestCheckExample(t *testing.T) {
 		{"ID": "1001", "NAME": "login", "DIRECTION": "c2s", "OWNER": "auth", "BINDING": "login", "REQUIRES_AUTH": "false", "ACTION": "decode_local"},
 		{"ID": "2001", "NAME": "move", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "move", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 		{"ID": "2002", "NAME": "join_room", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "join_room", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "2003", "NAME": "profile", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "profile", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 		{"ID": "2101", "NAME": "position", "DIRECTION": "s2c", "OWNER": "room", "BINDING": "position", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 		{"ID": "2102", "NAME": "left", "DIRECTION": "s2c", "OWNER": "room", "BINDING": "left", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 	}

@@ -19,6 +19,7 @@ import (
 // cleanup.
 func startExample(t testing.TB, edit func(*config.Config)) *bootstrap.Server {
 	t.Helper()
+	dataDir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	srv, err := bootstrap.Start(ctx, example, bootstrap.Options{
@@ -28,6 +29,9 @@ func startExample(t testing.TB, edit func(*config.Config)) *bootstrap.Server {
 				c.Network.Listeners[i].Address = "127.0.0.1:0"
 			}
 			c.Network.Admin = nil
+			if c.Storage != nil {
+				c.Storage.DataDir = dataDir // not the repository's configs/data
+			}
 			edit(c)
 		},
 	})

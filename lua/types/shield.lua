@@ -5,7 +5,7 @@
 -- complete and check every shield.* call in a service script.
 --
 -- This file is never loaded by Shield: the real `shield` global is built in
--- Go (luavm/shield.go, luavm/shield_call.go, luavm/shield_client.go).
+-- Go (luavm/shield.go and luavm/shield_*.go).
 -- luavm/annotations_test.go fails when a function the VM registers has no
 -- annotated stub here, or a stub here names a function the VM lacks.
 -- The guide is docs/lua-api.md; the contract is SPEC §8.
@@ -249,5 +249,139 @@ function shield.client.kick(client, reason) end
 ---and a table mapping each rejected index (1-based) to its code.
 ---@type table<string, fun(target: ShieldClient|ShieldClientRef|(ShieldClient|ShieldClientRef)[], body: any): (true|integer|nil), (string|table<integer, string>|nil)>
 shield.client_rpc = {}
+
+---------------------------------------------------------------------------
+-- shield.kv: key-value buckets of storage.buckets, on NATS JetStream (SPEC §11)
+---------------------------------------------------------------------------
+
+---A key-value store that survives restarts. Every function suspends only the calling
+---coroutine (like shield.call), runs within the handler's budget and works inside pcall.
+---Raises client_rpc.unavailable without a storage block or when the store cannot be reached,
+---client_rpc.timeout when it does not answer within the handler's budget, client_rpc.busy past
+---max_pending; a bucket not in storage.buckets or a bad key raises a plain error naming it.
+---Keys: 1 to 255 of A-Z a-z 0-9 _ - = . /, not starting or ending with ".", no "..".
+---@class shield.kv
+shield.kv = {}
+
+---Reads a key: its value and revision, or nil when the key is absent (a stored null is shield.null).
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@return any value The value, or nil.
+---@return integer? revision The revision of that value.
+function shield.kv.get(bucket, key) end
+
+---Writes a value (any value of the JSON mapping; nil is an error: use delete) and returns its revision.
+---Raises client_rpc.resource_exhausted when its JSON is longer than the bucket's max_value_bytes.
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@param value any A table, string, number, boolean or shield.null.
+---@return integer revision Larger than every revision the bucket gave before.
+function shield.kv.put(bucket, key, value) end
+
+---Writes a value only if the key is absent: its revision, or nil, "exists".
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@param value any A table, string, number, boolean or shield.null.
+---@return integer|nil revision
+---@return "exists"|nil why
+function shield.kv.create(bucket, key, value) end
+
+---Writes a value only if the key's revision is `revision` (compare-and-set): the new revision, or nil,
+---"conflict" when the key is absent or was written since.
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@param value any A table, string, number, boolean or shield.null.
+---@param revision integer The revision the caller read (a positive integer).
+---@return integer|nil revision
+---@return "conflict"|nil why
+function shield.kv.update(bucket, key, value, revision) end
+
+---Removes a key; returns true, for an absent key too. create works again after it.
+---@param bucket string A bucket of storage.buckets.
+---@param key string The key.
+---@return true
+function shield.kv.delete(bucket, key) end
+
+---Lists the keys that start with the plain string `prefix` (nil or "": all), sorted, at most the first 10,000.
+---@param bucket string A bucket of storage.buckets.
+---@param prefix? string A plain prefix, no pattern.
+---@return string[] keys An array (encodes as [] when empty).
+function shield.kv.keys(bucket, prefix) end
+
+---------------------------------------------------------------------------
+-- shield.http: calls to the hosts of lua.http.allow (SPEC §11)
+---------------------------------------------------------------------------
+
+---What shield.http.request sends.
+---@class ShieldHTTPRequest
+---@field method? string "GET" when absent.
+---@field url string An http:// or https:// URL whose host:port is in lua.http.allow (no port: 80 or 443).
+---@field headers? table<string, string> Request headers, name -> value.
+---@field body? string The request body.
+
+---What shield.http.request returns, whatever the status.
+---@class ShieldHTTPResponse
+---@field status integer The HTTP status (a 3xx is returned as it is: redirects are not followed).
+---@field headers table<string, string> Canonical names ("Content-Type"); repeated values joined with ", ".
+---@field body string The body, decoded (gzip), at most lua.http.max_response_bytes.
+
+---HTTP calls out of the VM.
+---@class shield.http
+shield.http = {}
+
+---Sends an HTTP request and waits for the answer; only this coroutine suspends, and pcall works around it.
+---Raises client_rpc.unavailable for a host:port not in lua.http.allow (before anything is sent) and
+---for a failure to connect (refused, DNS, TLS); client_rpc.timeout after min(lua.http.timeout, the
+---handler's budget); client_rpc.resource_exhausted for a body over lua.http.max_response_bytes;
+---client_rpc.busy past max_pending. Any status is returned, never raised.
+---@param req ShieldHTTPRequest
+---@return ShieldHTTPResponse resp
+function shield.http.request(req) end
+
+---------------------------------------------------------------------------
+-- shield.crypto and shield.base64: hashes, MACs, random bytes (SPEC §11)
+---------------------------------------------------------------------------
+
+---Hashes and MACs from Go's crypto packages, over Lua strings (any bytes).
+---@class shield.crypto
+shield.crypto = {}
+
+---Returns the SHA-256 digest of `s` as 64 lowercase hex digits.
+---@param s string The bytes to hash.
+---@return string hex
+function shield.crypto.sha256(s) end
+
+---Returns the HMAC-SHA-256 of `s` under `key` as 64 lowercase hex digits.
+---@param key string The secret key (any bytes, any length).
+---@param s string The message.
+---@return string hex
+function shield.crypto.hmac_sha256(key, s) end
+
+---Returns `n` bytes from the operating system's cryptographic random source (a binary string).
+---An `n` that is not an integer from 1 to 1024 raises a plain error.
+---@param n integer How many bytes, 1..1024.
+---@return string bytes
+function shield.crypto.random(n) end
+
+---Compares two strings in time that depends only on their lengths: use it for MACs and tokens.
+---@param a string
+---@param b string
+---@return boolean equal
+function shield.crypto.equal(a, b) end
+
+---Base64 with the standard alphabet and padding (RFC 4648 section 4).
+---@class shield.base64
+shield.base64 = {}
+
+---Encodes any bytes as standard base64 with padding.
+---@param s string The bytes.
+---@return string text
+function shield.base64.encode(s) end
+
+---Decodes standard base64 with padding and no whitespace; bad input returns nil, "invalid"; "" decodes to "".
+---@param s string The base64 text.
+---@return string|nil bytes
+---@return "invalid"|nil err
+function shield.base64.decode(s) end
 
 return shield
