@@ -109,8 +109,8 @@ func TestCompileExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rep.Close()
-	if rep.Table.Len() != 5 {
-		t.Errorf("%d routes, want 5", rep.Table.Len())
+	if rep.Table.Len() != 6 {
+		t.Errorf("%d routes, want 6", rep.Table.Len())
 	}
 	if rep.KV == nil {
 		t.Error("the example's storage block gave no store")

@@ -544,8 +544,8 @@ func TestExampleConfig(t *testing.T) {
 		names = append(names, a.Name)
 		routes += len(a.Routes)
 	}
-	if got := strings.Join(names, ","); got != "auth,player,room" || routes != 5 {
-		t.Errorf("actors = %s with %d routes, want auth,player,room with 5", got, routes)
+	if got := strings.Join(names, ","); got != "auth,player,room" || routes != 6 {
+		t.Errorf("actors = %s with %d routes, want auth,player,room with 6", got, routes)
 	}
 	if p := cfg.Actors[1]; p.Instances != 2 || p.Routes[3].OwnerService != "room" || p.Routes[3].Direction != config.S2C {
 		t.Errorf("player = %+v", p)

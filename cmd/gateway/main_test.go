@@ -57,7 +57,7 @@ func TestCheckExample(t *testing.T) {
 			}
 		}
 	}
-	if got := lines[len(lines)-1]; got != example+": ok: 5 routes, 3 actors, 4 VMs compiled" {
+	if got := lines[len(lines)-1]; got != example+": ok: 6 routes, 3 actors, 4 VMs compiled" {
 		t.Errorf("summary line = %q", got)
 	}
 }
