@@ -37,6 +37,7 @@ func startGame(t *testing.T, window time.Duration) *bootstrap.Server {
 				c.Network.Listeners[i].Address = "127.0.0.1:0"
 			}
 			c.Network.Admin = nil
+			c.Storage = nil // no store files in configs/data: profiles live in memory
 			c.Session.ResumeWindow = window
 			c.Session.ShutdownGrace = time.Second
 		},
@@ -111,7 +112,7 @@ func enter(t testing.TB, c *client.Client, user, room string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	login, err := game.Login(ctx, c, game.LoginRequest{User: user})
+	login, err := game.Login(ctx, c, game.LoginRequest{User: new(user)})
 	if err != nil || login.PlayerID != user {
 		t.Fatalf("login %s: %+v %v", user, login, err)
 	}

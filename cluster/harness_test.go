@@ -133,6 +133,7 @@ session:
 actors:
   - name: auth
     script: %[8]s/auth.lua
+    settings: {dev_login: true}
     rpc: {routes: [{id: 1001, name: login, binding: login, requires_auth: false}]}
   - name: player
     script: %[8]s/player.lua

@@ -4,7 +4,7 @@
 //
 //	res := bots.Run(ctx, bots.Config{Addr: "127.0.0.1:7000", N: 500, Ramp: 5 * time.Second},
 //		func(ctx context.Context, b *bots.Bot) error {
-//			if _, err := game.Login(ctx, b.Client, game.LoginRequest{User: b.Name()}); err != nil {
+//			if _, err := game.Login(ctx, b.Client, game.LoginRequest{User: new(b.Name())}); err != nil {
 //				return err
 //			}
 //			for ctx.Err() == nil {

@@ -32,6 +32,7 @@ func TestRunFillsARoom(t *testing.T) {
 				c.Network.Listeners[i].Address = "127.0.0.1:0"
 			}
 			c.Network.Admin = nil
+			c.Storage = nil // no store files in configs/data: profiles live in memory
 		},
 	})
 	if err != nil {
@@ -53,7 +54,7 @@ func TestRunFillsARoom(t *testing.T) {
 					close(last)
 				}
 			})
-			if _, err := game.Login(ctx, b.Client, game.LoginRequest{User: b.Name()}); err != nil {
+			if _, err := game.Login(ctx, b.Client, game.LoginRequest{User: new(b.Name())}); err != nil {
 				return err
 			}
 			if _, err := game.JoinRoom(ctx, b.Client, game.JoinRoomRequest{Room: "bots"}); err != nil {

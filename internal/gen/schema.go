@@ -99,6 +99,12 @@ func mapSchema(data []byte, depth int) (*Type, error) {
 		return nil, fmt.Errorf("not a JSON Schema: %w", err)
 	}
 	doc := strings.TrimSpace(strings.Join(nonEmpty(s.Title, s.Description), ": "))
+	// A oneOf or anyOf whose branches only say which properties must be
+	// there ({"anyOf": [{"required": ["user"]}, {"required": ["token"]}]})
+	// does not change the shape: the properties are optional.
+	if onlyRequired(s.OneOf) && onlyRequired(s.AnyOf) {
+		s.OneOf, s.AnyOf = nil, nil
+	}
 	if s.Ref != "" || len(s.OneOf) > 0 || len(s.AnyOf) > 0 || len(s.AllOf) > 0 {
 		return &Type{Kind: Unknown, Doc: doc}, nil
 	}
@@ -154,6 +160,23 @@ func mapSchema(data []byte, depth int) (*Type, error) {
 		t.Enum = enumOf(t.Kind, s.Enum)
 	}
 	return t, nil
+}
+
+// onlyRequired reports whether every branch is an object of "required"
+// alone (true for no branches).
+func onlyRequired(branches []json.RawMessage) bool {
+	for _, b := range branches {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(b, &m) != nil {
+			return false
+		}
+		for k := range m {
+			if k != "required" {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // mapObject fills an object type: its properties in the file's order, or,

@@ -28,6 +28,7 @@ func Example() {
 				c.Network.Listeners[i].Address = "127.0.0.1:0"
 			}
 			c.Network.Admin = nil
+			c.Storage = nil // no store files in configs/data: profiles live in memory
 		},
 	})
 	if err != nil {
@@ -48,7 +49,7 @@ func Example() {
 	moved := make(chan game.PositionPush, 1)
 	game.OnPosition(c, func(p game.PositionPush, err error) { moved <- p })
 
-	me, err := game.Login(ctx, c, game.LoginRequest{User: "alice"})
+	me, err := game.Login(ctx, c, game.LoginRequest{User: new("alice")})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -7,6 +7,7 @@ package game
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/shieldrpc/shield/client"
 )
@@ -16,6 +17,7 @@ const (
 	RouteLogin    uint32 = 1001 // login, c2s, owner auth
 	RouteMove     uint32 = 2001 // move, c2s, owner player
 	RouteJoinRoom uint32 = 2002 // join_room, c2s, owner player
+	RouteProfile  uint32 = 2003 // profile, c2s, owner player
 	RoutePosition uint32 = 2101 // position, s2c, owner room
 	RouteLeft     uint32 = 2102 // left, s2c, owner room
 )
@@ -26,14 +28,16 @@ var Routes = client.MustRoutes(map[string]uint32{
 	"login":     RouteLogin,
 	"move":      RouteMove,
 	"join_room": RouteJoinRoom,
+	"profile":   RouteProfile,
 	"position":  RoutePosition,
 	"left":      RouteLeft,
 })
 
 // LoginRequest is the request of route 1001 (login).
-// login request: Route 1001 (auth). The user becomes the session's player_id.
+// login request: Route 1001 (auth). A signed token, or with auth's dev_login a bare user name; either way the player becomes the session's player_id.
 type LoginRequest struct {
-	User string `json:"user"`
+	User  *string `json:"user,omitempty"`
+	Token *string `json:"token,omitempty"`
 }
 
 // LoginResponse is the response of route 1001 (login).
@@ -87,6 +91,19 @@ type JoinRoomResponse struct {
 // comes back as a *codes.Error, as from client.Client.Call.
 func JoinRoom(ctx context.Context, c *client.Client, req JoinRoomRequest) (resp JoinRoomResponse, err error) {
 	err = c.Call(ctx, RouteJoinRoom, req, &resp)
+	return resp, err
+}
+
+// ProfileRequest is the request of route 2003 (profile). No schema describes it.
+type ProfileRequest = json.RawMessage
+
+// ProfileResponse is the response of route 2003 (profile). No schema describes it.
+type ProfileResponse = json.RawMessage
+
+// Profile calls profile (route 2003, c2s, owner player). An error frame
+// comes back as a *codes.Error, as from client.Client.Call.
+func Profile(ctx context.Context, c *client.Client, req ProfileRequest) (resp ProfileResponse, err error) {
+	err = c.Call(ctx, RouteProfile, req, &resp)
 	return resp, err
 }
 

@@ -9,6 +9,7 @@ export const Route = {
   login: 1001,
   move: 2001,
   join_room: 2002,
+  profile: 2003,
   position: 2101,
   left: 2102,
 } as const;
@@ -18,16 +19,18 @@ export const RouteName: Readonly<Record<number, string>> = {
   1001: 'login',
   2001: 'move',
   2002: 'join_room',
+  2003: 'profile',
   2101: 'position',
   2102: 'left',
 };
 
 /**
  * The request of route 1001 (login).
- * login request: Route 1001 (auth). The user becomes the session's player_id.
+ * login request: Route 1001 (auth). A signed token, or with auth's dev_login a bare user name; either way the player becomes the session's player_id.
  */
 export interface LoginRequest {
-  user: string;
+  user?: string;
+  token?: string;
 }
 
 /**
@@ -85,6 +88,23 @@ export interface JoinRoomResponse {
 /** Calls join_room (route 2002, c2s, owner player); rejects as Client.call does. */
 export function joinRoom(client: Client, req: JoinRoomRequest, options?: CallOptions): Promise<JoinRoomResponse> {
   return client.call<JoinRoomResponse>(Route.join_room, req, options);
+}
+
+/**
+ * The request of route 2003 (profile).
+ * No schema describes it.
+ */
+export type ProfileRequest = unknown;
+
+/**
+ * The response of route 2003 (profile).
+ * No schema describes it.
+ */
+export type ProfileResponse = unknown;
+
+/** Calls profile (route 2003, c2s, owner player); rejects as Client.call does. */
+export function profile(client: Client, req?: ProfileRequest, options?: CallOptions): Promise<ProfileResponse> {
+  return client.call<ProfileResponse>(Route.profile, req, options);
 }
 
 /**
