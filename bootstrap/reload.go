@@ -60,17 +60,20 @@ func (s *Server) reload(ctx context.Context) error {
 	if cfg.Cluster != nil && !table.Same(r.table) {
 		refused = append(refused, config.RestartError("the route table"))
 	}
-	if len(refused) > 0 {
-		return errors.Join(refused...)
-	}
+	// Layer 3 runs even for a refused reload, so that one answer lists
+	// everything to fix.
 	schemas, err := SetupCodecs(cfg, table)
 	if err != nil {
-		return err
+		return errors.Join(append(refused, err)...)
 	}
 	specs := actorSpecs(cfg, table, schemas, s.Report.world, r.opts) // storage and lua do not change: the same world
 	vms, err := service.Compile(specs)
 	if err != nil {
-		return err
+		return errors.Join(append(refused, err)...)
+	}
+	if len(refused) > 0 {
+		closeVMs(vms)
+		return errors.Join(refused...)
 	}
 
 	changes := make([]service.Change, len(specs))
@@ -84,11 +87,7 @@ func (s *Server) reload(ctx context.Context) error {
 			why[a.Name] = reason
 			continue
 		}
-		for _, vm := range vms[i] {
-			if vm != nil {
-				vm.Close()
-			}
-		}
+		closeVMs(vms[i : i+1])
 	}
 	before := map[string]int{}
 	for name := range why {
@@ -116,6 +115,17 @@ func (s *Server) reload(ctx context.Context) error {
 	s.Gateway.SetTable(table)
 	r.table, r.cfg = table, cfg
 	return err
+}
+
+// closeVMs closes the VMs a reload compiled and does not use.
+func closeVMs(vms [][]*luavm.VM) {
+	for _, actor := range vms {
+		for _, vm := range actor {
+			if vm != nil {
+				vm.Close()
+			}
+		}
+	}
 }
 
 // differs says why vms, an actor's VMs just compiled, must replace its
@@ -166,18 +176,18 @@ func validate(path string, opts Options) (*config.Config, *descriptor.Table, err
 // ReloadErrors is a failed reload's errors one by one, as /admin/reload
 // and `gateway reload` list them.
 func ReloadErrors(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, ReloadErrors(e)...)
+		}
+		return out
+	}
 	var errs config.Errors
 	if errors.As(err, &errs) {
 		out := make([]string, len(errs))
 		for i, e := range errs {
 			out[i] = e.Error()
-		}
-		return out
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []string
-		for _, e := range j.Unwrap() {
-			out = append(out, ReloadErrors(e)...)
 		}
 		return out
 	}

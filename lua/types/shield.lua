@@ -85,6 +85,8 @@
 ---@field client_suspended? fun(ctx: ShieldCtx, client: ShieldClientRef) Runs when a session lost its connection and waits for a resume.
 ---@field client_resumed? fun(ctx: ShieldCtx, client: ShieldClientRef) Runs when a connection resumed the session.
 ---@field client_disconnected? fun(ctx: ShieldCtx, client: ShieldClientRef, reason: ShieldDisconnectReason) Runs when a session bound to this VM closes.
+---@field reload_save? fun(ctx: ShieldCtx): any Runs in the old VM of a reload; returns the state (plain data) handed to the new one.
+---@field reload_load? fun(ctx: ShieldCtx, state: any) Runs in the new VM of a reload, instead of init, when the old module had reload_save.
 ---@field [string] function Handlers (ShieldHandler) and methods for shield.call/send.
 
 ---------------------------------------------------------------------------
