@@ -471,3 +471,35 @@ func TestReloadUnderLoad(t *testing.T) {
 }
 
 var _ = config.RestartError
+
+// TestReloadModuleChanged: a module the script requires is code too: a
+// change to it alone replaces the VMs, and one to a file nobody loads
+// replaces nothing.
+func TestReloadModuleChanged(t *testing.T) {
+	g := startReloadGame(t, map[string]string{
+		"svc.lua":    strings.Replace(svcLua("v1"), `return {v = "v1", greeting`, `return {v = require("lib").version, greeting`, 1),
+		"lib.lua":    `return {version = "lib1"}`,
+		"unused.lua": `return {}`,
+	})
+	c := g.dial(t)
+	if a := mustCall(t, c, 1, struct{}{}); a.V != "lib1" {
+		t.Fatalf("before: %+v", a)
+	}
+	g.write(t, "unused.lua", `return {changed = true}`)
+	if err := g.reload(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.generation("svc"); got != 1 {
+		t.Errorf("a file nobody loads replaced the VMs: generation %d", got)
+	}
+	g.write(t, "lib.lua", `return {version = "lib2"}`)
+	if err := g.reload(t); err != nil {
+		t.Fatal(err)
+	}
+	if a := mustCall(t, c, 1, struct{}{}); a.V != "lib2" {
+		t.Errorf("after the module changed: %+v", a)
+	}
+	if got := g.generation("svc"); got != 2 {
+		t.Errorf("generation %d, want 2", got)
+	}
+}

@@ -161,6 +161,7 @@ actors:
 type node struct {
 	*wiretest.Server
 	name  string
+	path  string // its config file
 	fatal chan error
 }
 
@@ -182,7 +183,7 @@ func tryNode(t testing.TB, s nodeSpec) (*node, error) {
 	path := filepath.Join(t.TempDir(), s.name+".yaml")
 	testutil.WriteFile(t, path, s.config(t))
 	logs := &wiretest.LogSink{}
-	n := &node{name: s.name, fatal: make(chan error, 1)}
+	n := &node{name: s.name, path: path, fatal: make(chan error, 1)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	srv, err := bootstrap.Start(ctx, path, bootstrap.Options{Logger: slog.New(logs), OnFatal: func(err error) {

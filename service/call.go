@@ -60,8 +60,10 @@ func (rt *Runtime) Call(ctx context.Context, to luavm.Address, method string, ar
 }
 
 // returnOutside hands r to the Call from Go waiting for it, if r is one's.
+// A Result with a Reply answers a call another node made: it goes there,
+// whoever made it.
 func (rt *Runtime) returnOutside(r *luavm.Result) bool {
-	if r.To != outside {
+	if r.To != outside || r.Reply != "" {
 		return false
 	}
 	oc := &rt.outside
