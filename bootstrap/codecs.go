@@ -30,6 +30,17 @@ import (
 // Every problem is returned, as config.Errors with the config's file and
 // the route's line, and then nothing is registered.
 func SetupCodecs(cfg *config.Config, table *descriptor.Table) (*codec.Schemas, error) {
+	schemas, register, err := prepareCodecs(cfg, table)
+	if err != nil {
+		return nil, err
+	}
+	register()
+	return schemas, nil
+}
+
+// prepareCodecs is SetupCodecs without the registration, which it returns
+// for later: a reload registers the codecs only once it goes ahead.
+func prepareCodecs(cfg *config.Config, table *descriptor.Table) (*codec.Schemas, func(), error) {
 	var errs config.Errors
 	var regs []*codec.Protobuf             // registered once everything checked out
 	loaded := map[string]*codec.Protobuf{} // by descriptor set path
@@ -86,12 +97,13 @@ func SetupCodecs(cfg *config.Config, table *descriptor.Table) (*codec.Schemas, e
 	}
 
 	if len(errs) > 0 {
-		return nil, errs.Err()
+		return nil, nil, errs.Err()
 	}
-	for _, p := range regs {
-		codec.Register(p)
-	}
-	return schemas, nil
+	return schemas, func() {
+		for _, p := range regs {
+			codec.Register(p)
+		}
+	}, nil
 }
 
 // resolveMessages checks that every route using l's codec has its message

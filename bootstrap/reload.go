@@ -62,7 +62,7 @@ func (s *Server) reload(ctx context.Context) error {
 	}
 	// Layer 3 runs even for a refused reload, so that one answer lists
 	// everything to fix.
-	schemas, err := SetupCodecs(cfg, table)
+	schemas, registerCodecs, err := prepareCodecs(cfg, table)
 	if err != nil {
 		return errors.Join(append(refused, err)...)
 	}
@@ -89,6 +89,7 @@ func (s *Server) reload(ctx context.Context) error {
 		}
 		closeVMs(vms[i : i+1])
 	}
+	registerCodecs() // the descriptor sets as re-read: network cannot change, their files may
 	before := map[string]int{}
 	for name := range why {
 		before[name] = s.Runtime.Generation(name)
