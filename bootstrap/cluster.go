@@ -5,9 +5,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/shieldrpc/shield/cluster"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/gateway"
+	"github.com/shieldrpc/shield/kv"
 	"github.com/shieldrpc/shield/metrics"
 )
 
@@ -25,12 +28,22 @@ func joinCluster(ctx context.Context, rep *Report, m *metrics.Metrics, log *slog
 	if rep.Config.Cluster == nil {
 		return nil, nil
 	}
-	node, err := cluster.New(ctx, cluster.Options{Config: rep.Config, Table: rep.Table, Runtime: rep.Runtime,
-		Metrics: m, Logger: log, OnFatal: opts.OnFatal})
+	co := cluster.Options{Config: rep.Config, Table: rep.Table, Runtime: rep.Runtime,
+		Metrics: m, Logger: log, OnFatal: opts.OnFatal}
+	if st := rep.Config.Storage; st != nil && rep.Config.Cluster.Embedded != "" {
+		// The node's own NATS server keeps the kv buckets, in storage.data_dir.
+		co.Embedded = func(o *server.Options) { kv.ServerOptions(o, *st) }
+	}
+	node, err := cluster.New(ctx, co)
 	if err != nil {
 		return nil, err
 	}
 	rep.Runtime.SetRemote(node)
+	if rep.KV != nil {
+		// shield.kv on the cluster's NATS, over the node's one connection
+		// (SPEC §11); the store starts with the runtime, after this.
+		rep.KV.UseConn(node.Conn())
+	}
 	return node, nil
 }
 

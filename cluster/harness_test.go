@@ -27,6 +27,7 @@ const (
 	routeLogin    = 1001
 	routeMove     = 2001
 	routeJoinRoom = 2002
+	routeProfile  = 2003
 	routePosition = 2101
 	routeCall     = 9501
 	routeSend     = 9502
@@ -91,6 +92,7 @@ type nodeSpec struct {
 	gateway   bool   // listeners game (entry auth) and front (entry front)
 	cluster   string // the cluster keys' values, e.g. "nats: nats://..."
 	session   string // extra session keys, e.g. "duplicate_login: reject_new"
+	top       string // extra top-level YAML, e.g. a storage block
 	instances int    // player instances; 0: 2
 }
 
@@ -125,36 +127,38 @@ cluster:
   %s
   heartbeat: %s
   node_timeout: %s
-%slog: {level: debug}
+%s%slog: {level: debug}
 session:
   idle_timeout: 60s
   shutdown_grace: 2s
   %s
 actors:
   - name: auth
-    script: %[8]s/auth.lua
+    script: %[9]s/auth.lua
     settings: {dev_login: true}
     rpc: {routes: [{id: 1001, name: login, binding: login, requires_auth: false}]}
   - name: player
-    script: %[8]s/player.lua
-    instances: %[10]d
+    script: %[9]s/player.lua
+    instances: %[11]d
     rpc:
       routes:
         - {id: 2001, name: move, binding: move}
         - {id: 2002, name: join_room, binding: join_room}
+        - {id: 2003, name: profile, binding: profile}
         - {id: 2101, name: position, binding: position, direction: s2c, owner_service: room}
+        - {id: 2102, name: left, binding: left, direction: s2c, owner_service: room}
   - name: room
-    script: %[8]s/room.lua
+    script: %[9]s/room.lua
   - name: front
-    script: %[9]s/front.lua
+    script: %[10]s/front.lua
     handler_timeout: 2s
     rpc:
       routes:
         - {id: 9501, name: front_call, binding: call, requires_auth: false}
         - {id: 9502, name: front_send, binding: send, requires_auth: false}
   - name: calc
-    script: %[9]s/calc.lua
-`, s.name, s.services, s.cluster, heartbeat, nodeTimeout, listeners, s.session, services, data, instances)
+    script: %[10]s/calc.lua
+`, s.name, s.services, s.cluster, heartbeat, nodeTimeout, s.top, listeners, s.session, services, data, instances)
 }
 
 // node is one running node of a test cluster.

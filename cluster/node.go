@@ -48,6 +48,11 @@ type Options struct {
 	// (SPEC §10: it exits at once with status 1), or is refused after a
 	// start that went on without NATS. nil: log and os.Exit(1).
 	OnFatal func(error)
+	// Embedded, if set, edits the options of the NATS server the node
+	// embeds (cluster.embedded) before it starts: bootstrap turns on
+	// JetStream there for shield.kv (SPEC §11: in a cluster, the kv store
+	// is the cluster's NATS).
+	Embedded func(*server.Options)
 }
 
 // slack is how long past a budget the node waits for an answer before it
@@ -71,8 +76,10 @@ type Node struct {
 	cm      *metrics.Cluster
 	log     *slog.Logger
 	onFatal func(error)
-	self    *peer                    // this node as its presence messages describe it
-	budgets map[string]time.Duration // handler_timeout by service
+	// embedded edits the embedded NATS server's options (Options.Embedded).
+	embedded func(*server.Options)
+	self     *peer                    // this node as its presence messages describe it
+	budgets  map[string]time.Duration // handler_timeout by service
 
 	srv *server.Server // the embedded NATS server; nil with cluster.nats
 	nc  *nats.Conn
@@ -125,7 +132,7 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, cl: cfg.Cluster, name: cfg.Node.Name, subj: newSubjects(cfg.Cluster.Prefix, instances),
 		rt: o.Runtime, edge: o.Table.Edge(), m: o.Metrics, cm: o.Metrics.EnableCluster(), log: o.Logger.With("node", cfg.Node.Name),
-		onFatal: o.OnFatal, budgets: map[string]time.Duration{}, pend: newPendingTable(), peers: newPeerTable(),
+		onFatal: o.OnFatal, embedded: o.Embedded, budgets: map[string]time.Duration{}, pend: newPendingTable(), peers: newPeerTable(),
 		owners: newOwners(), stop: make(chan struct{})}
 	n.self = &peer{name: n.name, inc: incarnation(), gateway: len(cfg.Network.Listeners) > 0, hash: TableHash(cfg, o.Table),
 		started: time.Now().UnixNano()}
@@ -206,6 +213,10 @@ func (n *Node) natsURL() string {
 	return n.cl.NATS
 }
 
+// Conn is the node's NATS connection, which the kv store shares (SPEC
+// §11): one connection per node. It is set once New returned.
+func (n *Node) Conn() *nats.Conn { return n.nc }
+
 // connect starts the embedded server, if any, and the NATS connection,
 // which reconnects for ever and buffers nothing while it is down: what
 // needs another node meanwhile is answered unavailable at once.
@@ -216,7 +227,11 @@ func (n *Node) connect() error {
 			return fmt.Errorf("cluster.embedded: %w", err)
 		}
 		port, _ := strconv.Atoi(portText)
-		srv, err := server.NewServer(&server.Options{ServerName: n.name, Host: host, Port: port, NoLog: true, NoSigs: true})
+		opts := &server.Options{ServerName: n.name, Host: host, Port: port, NoLog: true, NoSigs: true}
+		if n.embedded != nil {
+			n.embedded(opts)
+		}
+		srv, err := server.NewServer(opts)
 		if err != nil {
 			return fmt.Errorf("cluster.embedded: %w", err)
 		}
