@@ -122,14 +122,7 @@ func TestPlayInChromium(t *testing.T) {
 		pages[pair[0]] = b.open(ctx, url)
 	}
 	for user, page := range pages {
-		got, err := b.await(ctx, page, `new Promise((resolve, reject) => {
-			const t0 = Date.now();
-			(function wait() {
-				if (window.shieldDone) window.shieldDone.then(r => resolve(JSON.stringify(r)), e => reject(new Error(String(e))));
-				else if (Date.now() - t0 > 20000) reject(new Error("the page did not start"));
-				else setTimeout(wait, 50);
-			})();
-		})`)
+		got, err := b.await(ctx, page, awaitDone)
 		if err != nil {
 			t.Fatalf("%s's page: %v\nconsole:\n%s", user, err, b.console())
 		}
@@ -157,6 +150,17 @@ func TestPlayInChromium(t *testing.T) {
 	}
 }
 
+// awaitDone waits for the page's script to have started (a loaded machine
+// may run it after the page is open) and then for its window.shieldDone.
+const awaitDone = `new Promise((resolve, reject) => {
+	const t0 = Date.now();
+	(function wait() {
+		if (window.shieldDone) window.shieldDone.then(r => resolve(JSON.stringify(r)), e => reject(new Error(String(e))));
+		else if (Date.now() - t0 > 20000) reject(new Error("the page did not start"));
+		else setTimeout(wait, 50);
+	})();
+})`
+
 // TestPlayerLeavesTheBoard: when one of two players closes the page, the
 // other's board drops them and its member count goes down (the room's
 // left push, route 2102).
@@ -171,7 +175,7 @@ func TestPlayerLeavesTheBoard(t *testing.T) {
 		pages[pair[0]] = b.open(ctx, fmt.Sprintf("http://%s/play/?user=%s&room=%s&auto=1&expect=%s", admin, pair[0], room, pair[1]))
 	}
 	for user, page := range pages {
-		if _, err := b.await(ctx, page, `window.shieldDone.then(r => JSON.stringify(r))`); err != nil {
+		if _, err := b.await(ctx, page, awaitDone); err != nil {
 			t.Fatalf("%s's page: %v\nconsole:\n%s", user, err, b.console())
 		}
 	}
