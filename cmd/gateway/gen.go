@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/shieldrpc/shield/config"
-	"github.com/shieldrpc/shield/descriptor"
 	"github.com/shieldrpc/shield/internal/gen"
 )
 
@@ -30,22 +28,8 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: gateway gen [-c FILE] -lang ts|go -o DIR [-package NAME] [-schemas DIR] [-body json|protobuf|raw]")
 		return 2
 	}
-	cfg, err := config.Load(*file)
-	var errs config.Errors
-	if err != nil {
-		if cfg == nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		errs = append(errs, err.(config.Errors)...)
-	}
-	table, merrs := descriptor.Merge(cfg)
-	errs = append(errs, merrs...)
-	if len(errs) > 0 {
-		for _, e := range errs {
-			fmt.Fprintln(stderr, e)
-		}
-		fmt.Fprintf(stderr, "%s: %d error(s)\n", *file, len(errs))
+	cfg, table, ok := loadTable(*file, stderr)
+	if !ok {
 		return 1
 	}
 	o := gen.Options{Lang: *lang, Package: *pkg, SchemasDir: *schemas, Body: *body, Source: filepath.ToSlash(*file)}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,22 +20,8 @@ func routesCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cfg, err := config.Load(*file)
-	var errs config.Errors
-	if err != nil {
-		if cfg == nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		errs = append(errs, err.(config.Errors)...)
-	}
-	table, merrs := descriptor.Merge(cfg)
-	errs = append(errs, merrs...)
-	if len(errs) > 0 {
-		for _, e := range errs {
-			fmt.Fprintln(stderr, e)
-		}
-		fmt.Fprintf(stderr, "%s: %d error(s)\n", *file, len(errs))
+	cfg, table, ok := loadTable(*file, stderr)
+	if !ok {
 		return 1
 	}
 	// Schemas need no VM: compile them for the SCHEMA column when they
@@ -45,4 +32,27 @@ func routesCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	printTable(stdout, cfg, table, schemas)
 	return 0
+}
+
+// loadTable runs layers 1 and 2 on file (no VM is spawned), printing every
+// error of both and a count to stderr when there are any.
+func loadTable(file string, stderr io.Writer) (*config.Config, *descriptor.Table, bool) {
+	cfg, err := config.Load(file)
+	var errs config.Errors
+	if err != nil {
+		if !errors.As(err, &errs) || cfg == nil {
+			fmt.Fprintln(stderr, err)
+			return nil, nil, false
+		}
+	}
+	table, merrs := descriptor.Merge(cfg)
+	errs = append(errs, merrs...)
+	if len(errs) > 0 {
+		for _, e := range errs {
+			fmt.Fprintln(stderr, e)
+		}
+		fmt.Fprintf(stderr, "%s: %d error(s)\n", file, len(errs))
+		return nil, nil, false
+	}
+	return cfg, table, true
 }
