@@ -203,7 +203,7 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 		if err := c.fc.SetReadDeadline(time.Now().Add(idle)); err != nil {
 			return session.Closed, nil
 		}
-		f, err := c.fc.ReadFrame(c.framer())
+		f, err := c.fc.ReadFrame(c.framer)
 		if err != nil {
 			return c.readError(err)
 		}
@@ -234,7 +234,9 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 
 // framer decodes the next frame: with the listener's max_frame_bytes, or
 // session.auth_max_frame_bytes while the session has no player_id (SPEC
-// §3), which a frame pipelined behind a login is held to as well.
+// §3), judged when the frame begins to arrive, so that a frame pipelined
+// behind a login is held to it as well, and one sent after the login's
+// answer is not.
 func (c *conn) framer() envelope.Framer {
 	if c.l.authFramer != c.l.framer && !c.p.s.Authenticated() {
 		return c.l.authFramer

@@ -19,12 +19,16 @@ import (
 // There are two: streamConn carries the envelope's bytes as they are, over
 // TCP or TLS; wsConn carries one frame per WebSocket message.
 type frameConn interface {
-	// ReadFrame reads the next whole frame with fr, whose max_frame_bytes
-	// caps it (the listener's, or session.auth_max_frame_bytes before
-	// login). It returns a *envelope.ProtocolError for a violation, io.EOF
-	// when the peer ended the connection cleanly, and other errors
-	// (deadlines, closed sockets) so that errors.Is sees them.
-	ReadFrame(fr envelope.Framer) (envelope.Frame, error)
+	// ReadFrame reads the next whole frame with the framer choose returns,
+	// whose max_frame_bytes caps it (the listener's, or
+	// session.auth_max_frame_bytes before login). choose is called once
+	// the frame has begun to arrive, not before: a client that logs in and
+	// waits for the answer sends its next frame to a bound session, and
+	// must not be held to the cap of the unbound one the read began on.
+	// It returns a *envelope.ProtocolError for a violation, io.EOF when
+	// the peer ended the connection cleanly, and other errors (deadlines,
+	// closed sockets) so that errors.Is sees them.
+	ReadFrame(choose func() envelope.Framer) (envelope.Frame, error)
 	// SetReadDeadline bounds the next ReadFrame: session.idle_timeout is a
 	// deadline per frame, not per read.
 	SetReadDeadline(t time.Time) error
@@ -78,8 +82,14 @@ func newStreamConn(nc net.Conn, codec envelope.Framer) *streamConn {
 	return &streamConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), codec: codec}
 }
 
-// ReadFrame reads one frame with the stream framing of the envelope.
-func (s *streamConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) { return fr.ReadFrame(s.br) }
+// ReadFrame reads one frame with the stream framing of the envelope,
+// choosing the framer when the frame's first byte is there.
+func (s *streamConn) ReadFrame(choose func() envelope.Framer) (envelope.Frame, error) {
+	if _, err := s.br.Peek(1); err != nil {
+		return envelope.Frame{}, err // io.EOF at a frame boundary, or the socket's error
+	}
+	return choose().ReadFrame(s.br)
+}
 
 // SetReadDeadline sets the socket's read deadline.
 func (s *streamConn) SetReadDeadline(t time.Time) error { return s.nc.SetReadDeadline(t) }

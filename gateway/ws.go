@@ -76,12 +76,14 @@ func newWSConn(ws *websocket.Conn, raw *frameWatch, codec envelope.Framer, maxFr
 }
 
 // ReadFrame reads the next data message and decodes it as one frame with
-// fr, whose max_frame_bytes caps the message.
-func (w *wsConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) {
+// the framer choose returns once the message has begun, whose
+// max_frame_bytes caps the message.
+func (w *wsConn) ReadFrame(choose func() envelope.Framer) (envelope.Frame, error) {
 	typ, r, err := w.ws.Reader(context.Background())
 	if err != nil {
 		return envelope.Frame{}, w.readError(err)
 	}
+	fr := choose()
 	if typ != w.typ {
 		return envelope.Frame{}, w.protocolError(envelope.ReasonBadType, websocket.StatusUnsupportedData,
 			"a %s message on a %s listener, which takes %s messages", typeName(typ), w.codec.Name(), typeName(w.typ))
