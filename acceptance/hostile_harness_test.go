@@ -3,6 +3,7 @@ package acceptance
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -270,6 +271,21 @@ func pollFor(d time.Duration, cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return true
+}
+
+// linesOf is the process's log lines with msg, one JSON object a line.
+func (p *process) linesOf(msg string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, l := range p.lines {
+		if l["msg"] == msg {
+			j, _ := json.Marshal(l)
+			b.Write(j)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 // mib formats a byte count in MiB.
