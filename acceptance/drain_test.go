@@ -93,8 +93,9 @@ func startProcess(t *testing.T, config string) (*process, string, string) {
 // procOptions says how startProcessWith runs the gateway.
 type procOptions struct {
 	// openFiles, when above 0, is the open-file limit (soft and hard) the
-	// process starts under, as `ulimit -n` sets it in a shell.
-	openFiles int
+	// process starts under, as `ulimit -n` sets it in a shell; softFiles,
+	// when above 0, lowers the soft limit alone below it.
+	openFiles, softFiles int
 }
 
 // startProcessWith runs the gateway binary on config, as o says, and waits
@@ -112,8 +113,13 @@ func startProcessWith(t *testing.T, config string, o procOptions) (*process, map
 	}
 	cmd := exec.Command(bin, "run", "-c", cfg)
 	if o.openFiles > 0 {
+		soft := o.openFiles
+		if o.softFiles > 0 {
+			soft = o.softFiles
+		}
 		// exec keeps the pid, so the process's /proc entry is the gateway's.
-		cmd = exec.Command("bash", "-c", `ulimit -n "$1" && exec "$2" run -c "$3"`, "bash", strconv.Itoa(o.openFiles), bin, cfg)
+		cmd = exec.Command("bash", "-c", `ulimit -n "$1" && ulimit -Sn "$2" && exec "$3" run -c "$4"`,
+			"bash", strconv.Itoa(o.openFiles), strconv.Itoa(soft), bin, cfg)
 	}
 	p := &process{cmd: cmd, done: make(chan error, 1)}
 	stderr, err := p.cmd.StderrPipe()
