@@ -52,6 +52,7 @@ type hostileSetup struct {
 	lua       string // the lua block's keys, likewise
 	protocol  string // the game listener's protocol keys, likewise
 	instances int    // VMs of the hostile service; 0: 1
+	actorKeys string // more keys of the hostile service, each "key: value\n    "
 	// actors, when set, replaces the hostile service with these actors
 	// (a YAML list indented two spaces) and entry names the entry service.
 	actors, entry string
@@ -77,7 +78,7 @@ func hostileConfig(t testing.TB, s hostileSetup) string {
 		actors = fmt.Sprintf(`  - name: hostile
     script: %s
     instances: %d
-    rpc:
+    %srpc:
       routes:
         - {id: %d, name: login, binding: login, requires_auth: false}
         - {id: %d, name: whoami, binding: whoami, requires_auth: false}
@@ -92,7 +93,7 @@ func hostileConfig(t testing.TB, s hostileSetup) string {
         - {id: %d, name: unpack, binding: unpack, requires_auth: false}
         - {id: %d, name: blob, binding: blob, direction: s2c}
         - {id: %d, name: note, binding: note, direction: s2c}
-`, script, s.instances, hLogin, hWhoami, hEcho, hBig, hPushBig, hRaise, hForge, hHoard, hChurn, hTInsert, hUnpack, hBlob, hNote)
+`, script, s.instances, s.actorKeys, hLogin, hWhoami, hEcho, hBig, hPushBig, hRaise, hForge, hHoard, hChurn, hTInsert, hUnpack, hBlob, hNote)
 	}
 	schemas := ""
 	if s.schemas != "" {
