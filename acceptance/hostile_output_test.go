@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shieldrpc/shield/client"
+	"github.com/shieldrpc/shield/codes"
 )
 
 // nonReaderRun is one non-reading session's attack and what the gateway
@@ -188,4 +191,60 @@ func TestNonReaderFigure(t *testing.T) {
 		"rss0": run.rss0, "peak_rss": run.peakRSS,
 		"answered": h.metric(t, `shield_requests_total{code="ok",route="big",service="hostile"}`)})
 	t.Logf("figure non-reader 4 MB answers: %s; live heap %s + %s, RSS %s + %s", out, mib(run.heap0), mib(run.peak), mib(run.rss0), mib(run.peakRSS))
+}
+
+// TestOversizedOutputRefused (SPEC §3, §7): the gateway never writes a
+// frame longer than the listener's max_frame_bytes. A response that would
+// be longer becomes the error client_rpc.resource_exhausted (the request
+// still gets its one answer), a push that would be longer is refused with
+// that code and never sent, and a frame that just fits goes out whole.
+func TestOversizedOutputRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a gateway process")
+	}
+	const maxFrame = 4096
+	h := startHostile(t, hostileSetup{protocol: fmt.Sprintf("max_frame_bytes: %d", maxFrame)}, procOptions{})
+	c := h.dial(t, client.Options{})
+	var pushes []int
+	var mu sync.Mutex
+	c.OnPush(hBlob, func(body []byte) {
+		mu.Lock()
+		pushes = append(pushes, len(body))
+		mu.Unlock()
+	})
+	call(t, c, hLogin, map[string]string{"user": "big"}, nil)
+	// {"pad":"..."} is 10 bytes around the padding; the idlen header 8.
+	fits := maxFrame - 8 - len(`{"pad":""}`)
+	var got struct{ Pad string }
+	call(t, c, hBig, map[string]int{"size": fits}, &got)
+	if len(got.Pad) != fits {
+		t.Fatalf("a response of exactly max_frame_bytes: %d bytes of padding, want %d", len(got.Pad), fits)
+	}
+	err := callErr(t, c, hBig, map[string]int{"size": fits + 1}, nil)
+	if code, _ := codes.CodeOf(err); code != codes.ResourceExhausted {
+		t.Fatalf("a response one byte over max_frame_bytes: %v, want %s", err, codes.ResourceExhausted)
+	}
+	if got := h.metric(t, `shield_requests_total{code="client_rpc.resource_exhausted",route="big",service="hostile"}`); got != 1 {
+		t.Errorf("the oversized response counted %v times as resource_exhausted, want 1", got)
+	}
+	var res struct {
+		Sent    int
+		Refused map[string]int
+	}
+	call(t, c, hPushBig, map[string]int{"size": fits + 1, "count": 3}, &res)
+	if res.Sent != 0 || res.Refused[string(codes.ResourceExhausted)] != 3 {
+		t.Fatalf("pushes one byte over max_frame_bytes: %+v, want all 3 refused as %s", res, codes.ResourceExhausted)
+	}
+	call(t, c, hPushBig, map[string]int{"size": fits, "count": 1}, &res)
+	if res.Sent != 1 {
+		t.Fatalf("a push of exactly max_frame_bytes: %+v", res)
+	}
+	// The one push that fit is the only one that came: it comes before
+	// the answer that follows it.
+	call(t, c, hWhoami, nil, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pushes) != 1 || pushes[0] != fits+len(`{"pad":""}`) {
+		t.Fatalf("pushes received: %v bytes, want one of %d", pushes, fits+len(`{"pad":""}`))
+	}
 }
