@@ -43,8 +43,13 @@ func TestMain(m *testing.M) {
 // builtDir holds the built binary, for TestMain to remove.
 var builtDir string
 
-// buildGateway builds cmd/gateway once per test binary (TestMain removes it).
+// buildGateway builds cmd/gateway once per test binary (TestMain removes
+// it). SHIELD_GATEWAY_BIN names a binary to run instead, such as an older
+// commit's for the figures of the hostile tests.
 var buildGateway = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv("SHIELD_GATEWAY_BIN"); bin != "" {
+		return bin, nil
+	}
 	dir, err := os.MkdirTemp("", "shield-gateway-bin-")
 	if err != nil {
 		return "", err
