@@ -27,13 +27,15 @@ import (
 // runaway handler is stopped its table is exactly that: so a reading above
 // the limit is confirmed by a forced collection (at most one per gcEvery)
 // before anything is stopped, and judged by what was live before the
-// collection and still is. Neither a heap past the collector's goal nor
-// what the collection marked is proof of a runaway: ordinary handlers'
-// garbage overshoots the goal while a cycle runs, and what they allocate
-// during the cycle counts as marked; judging by either stopped bystanders
-// again and again while the connections' buffers held the heap over the
-// limit (issue 19). A runaway is stopped at the first collection that
-// finds it, within gcEvery and a collection's time.
+// collection and still is. What the collection marked is not that: it
+// counts as live everything allocated while it ran, which on a busy
+// gateway is megabytes of bystanders' garbage, and judging by it (or by a
+// heap just past the collector's goal, which garbage overshoots while a
+// cycle runs) stopped bystanders again and again while the connections'
+// buffers held the heap over the limit (issue 19). One runaway is judged
+// by its pace instead: a string doubling in a loop holds only what it
+// allocated last, so it shows as twice the limit allocated during the
+// collection.
 func (rt *Runtime) watchHeap() {
 	defer close(rt.watchDone)
 	if rt.opts.HeapLimitBytes <= 0 {
@@ -86,28 +88,40 @@ func (rt *Runtime) watchHeap() {
 		// runaway's table, or memory nobody grows; not what bystanders
 		// allocated meanwhile.
 		live := read(marked)
-		heap = live - min(live, read(allocs)-before)
+		during := read(allocs) - before
+		heap = live - min(live, during)
 		switch {
 		case live < limit:
 			fired = 0 // under the limit even counting what came meanwhile
 			continue
+		case during >= 2*limit:
+			// Twice the limit allocated in one collection's time is no
+			// bystander's pace but a runaway's, such as a string doubling
+			// in a loop: what it holds is what it allocated last, which
+			// the estimate leaves out.
+			heap = live
 		case heap < limit:
 			continue // over it, maybe, only by what came meanwhile: look again
-		}
-		if fired != 0 && heap < fired+step {
+		case fired != 0 && heap < fired+step:
 			// What grew was garbage: without it the heap is the memory
 			// the watch already stopped runs for.
 			continue
 		}
 		fired = heap
-		for _, actors := range rt.services {
-			for _, a := range actors {
-				if a.vm.Load().InterruptHeap() {
-					rt.log.Warn("heap limit passed: running handler stopped", "service", a.id.Service, "instance", a.id.Instance,
-						"heap_bytes", heap, "limit", limit)
-				}
+		rt.interruptHeap(heap, limit)
+	}
+}
+
+// interruptHeap stops the run in progress in every VM, as the heap watch
+// decided with the heap at heap bytes, and counts it.
+func (rt *Runtime) interruptHeap(heap, limit uint64) {
+	for _, actors := range rt.services {
+		for _, a := range actors {
+			if a.vm.Load().InterruptHeap() {
+				rt.log.Warn("heap limit passed: running handler stopped", "service", a.id.Service, "instance", a.id.Instance,
+					"heap_bytes", heap, "limit", limit)
 			}
 		}
-		rt.metrics.HeapLimitHit()
 	}
+	rt.metrics.HeapLimitHit()
 }
