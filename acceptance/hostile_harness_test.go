@@ -17,7 +17,6 @@ import (
 
 	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/codes"
-	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
 // The hostile tests (issue 19: what a red team did with 12-byte frames and
@@ -291,5 +290,3 @@ func (p *process) linesOf(msg string) string {
 
 // mib formats a byte count in MiB.
 func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
-
-var _ = wiretest.Eventually
