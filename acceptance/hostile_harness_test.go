@@ -251,17 +251,8 @@ func callErr(t testing.TB, c *client.Client, route uint32, req, resp any) error 
 	return err
 }
 
-// timeCall makes one request that must be answered (response or error
-// frame) and returns how long it took.
-func timeCall(t testing.TB, c *client.Client, route uint32, req any) time.Duration {
-	t.Helper()
-	start := time.Now()
-	callErr(t, c, route, req, nil)
-	return time.Since(start)
-}
-
-// pollFor polls cond every step until it holds or patience has passed,
-// and reports whether it held.
+// pollFor polls cond every 20 ms until it holds or d has passed, and
+// reports whether it held.
 func pollFor(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
