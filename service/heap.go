@@ -108,20 +108,14 @@ func (rt *Runtime) watchHeap() {
 			continue
 		}
 		fired = heap
-		rt.interruptHeap(heap, limit)
-	}
-}
-
-// interruptHeap stops the run in progress in every VM, as the heap watch
-// decided with the heap at heap bytes, and counts it.
-func (rt *Runtime) interruptHeap(heap, limit uint64) {
-	for _, actors := range rt.services {
-		for _, a := range actors {
-			if a.vm.Load().InterruptHeap() {
-				rt.log.Warn("heap limit passed: running handler stopped", "service", a.id.Service, "instance", a.id.Instance,
-					"heap_bytes", heap, "limit", limit)
+		for _, actors := range rt.services {
+			for _, a := range actors {
+				if a.vm.Load().InterruptHeap() {
+					rt.log.Warn("heap limit passed: running handler stopped", "service", a.id.Service, "instance", a.id.Instance,
+						"heap_bytes", heap, "limit", limit)
+				}
 			}
 		}
+		rt.metrics.HeapLimitHit()
 	}
-	rt.metrics.HeapLimitHit()
 }
