@@ -32,10 +32,12 @@ import (
 // gateway is megabytes of bystanders' garbage, and judging by it (or by a
 // heap just past the collector's goal, which garbage overshoots while a
 // cycle runs) stopped bystanders again and again while the connections'
-// buffers held the heap over the limit (issue 19). One runaway is judged
-// by its pace instead: a string doubling in a loop holds only what it
-// allocated last, so it shows as twice the limit allocated during the
-// collection.
+// buffers held the heap over the limit (issue 19). When only what came
+// during the collection takes the heap over, a second collection decides:
+// a table that grew meanwhile is old and live by then, bystanders' garbage
+// is gone. One runaway is judged by its pace instead: a string doubling in
+// a loop holds only what it allocated last, so it shows as the whole live
+// heap (or more) allocated during the collection.
 func (rt *Runtime) watchHeap() {
 	defer close(rt.watchDone)
 	if rt.opts.HeapLimitBytes <= 0 {
@@ -60,6 +62,13 @@ func (rt *Runtime) watchHeap() {
 		}
 		return 0
 	}
+	// collect forces a collection and returns what it found live and what
+	// was allocated while it ran.
+	collect := func() (live, during uint64) {
+		before := read(allocs)
+		runtime.GC()
+		return read(marked), read(allocs) - before
+	}
 	tick := time.NewTicker(rt.opts.HeapCheckEvery)
 	defer tick.Stop()
 	var lastGC time.Time
@@ -81,30 +90,37 @@ func (rt *Runtime) watchHeap() {
 		if time.Since(lastGC) < gcEvery {
 			continue
 		}
-		before := read(allocs)
-		runtime.GC()
+		threshold := limit
+		if fired != 0 {
+			threshold = max(limit, fired+step)
+		}
+		live, during := collect()
 		lastGC = time.Now()
 		// What was live before the collection began and still is: a
 		// runaway's table, or memory nobody grows; not what bystanders
 		// allocated meanwhile.
-		live := read(marked)
-		during := read(allocs) - before
 		heap = live - min(live, during)
+		if live >= threshold && heap < threshold && during < live {
+			// Over it only with what came during the collection: a
+			// second one tells a table that grew meanwhile (old now,
+			// and still live) from bystanders' garbage (gone).
+			live, during = collect()
+			heap = live - min(live, during)
+		}
 		switch {
 		case live < limit:
 			fired = 0 // under the limit even counting what came meanwhile
 			continue
-		case during >= 2*limit:
-			// Twice the limit allocated in one collection's time is no
-			// bystander's pace but a runaway's, such as a string doubling
-			// in a loop: what it holds is what it allocated last, which
-			// the estimate leaves out.
+		case during >= live:
+			// As much as the whole live heap allocated in one
+			// collection's time is no bystander's pace but a runaway's,
+			// such as a string doubling in a loop: what it holds is what
+			// it allocated last, which the estimate leaves out.
 			heap = live
-		case heap < limit:
-			continue // over it, maybe, only by what came meanwhile: look again
-		case fired != 0 && heap < fired+step:
-			// What grew was garbage: without it the heap is the memory
-			// the watch already stopped runs for.
+		case heap < threshold:
+			// Under the limit, or not grown a tenth of it since the last
+			// stop: garbage, or the memory the watch already stopped runs
+			// for.
 			continue
 		}
 		fired = heap
