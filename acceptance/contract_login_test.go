@@ -210,28 +210,3 @@ func TestClientBoundRunsFirst(t *testing.T) {
 		t.Fatalf("the hall ran the session's frame (log %d) before client_bound (log %d)", mark, bound)
 	}
 }
-
-// TestSessionIDsRandom (SPEC §4): session ids are random below 2^53, not
-// counted: twenty sessions share no id and are not a sequence.
-func TestSessionIDsRandom(t *testing.T) {
-	c := startContract(t, "")
-	seen := map[uint64]bool{}
-	var high, prev uint64
-	consecutive := 0
-	for i := range 20 {
-		w := c.raw(t, "idlen")
-		w.Send(req(cWhoami, 1, nil))
-		id := decodeWho(t, w.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1})).SessionID
-		if id == 0 || id >= 1<<53 || seen[id] {
-			t.Fatalf("session id %d (seen before: %v)", id, seen[id])
-		}
-		if i > 0 && (id == prev+1 || prev == id+1) {
-			consecutive++
-		}
-		seen[id], prev, high = true, id, max(high, id)
-		w.NC.Close()
-	}
-	if consecutive > 0 || high < 1<<40 {
-		t.Fatalf("ids look counted: %d consecutive pairs, largest %d", consecutive, high)
-	}
-}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -41,8 +43,13 @@ func TestMain(m *testing.M) {
 // builtDir holds the built binary, for TestMain to remove.
 var builtDir string
 
-// buildGateway builds cmd/gateway once per test binary (TestMain removes it).
+// buildGateway builds cmd/gateway once per test binary (TestMain removes
+// it). SHIELD_GATEWAY_BIN names a binary to run instead, such as an older
+// commit's for the figures of the hostile tests.
 var buildGateway = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv("SHIELD_GATEWAY_BIN"); bin != "" {
+		return bin, nil
+	}
 	dir, err := os.MkdirTemp("", "shield-gateway-bin-")
 	if err != nil {
 		return "", err
@@ -84,6 +91,23 @@ actors:
 // addresses.
 func startProcess(t *testing.T, config string) (*process, string, string) {
 	t.Helper()
+	p, listeners, admin := startProcessWith(t, config, procOptions{})
+	return p, listeners["game"], admin
+}
+
+// procOptions says how startProcessWith runs the gateway.
+type procOptions struct {
+	// openFiles, when above 0, is the open-file limit (soft and hard) the
+	// process starts under, as `ulimit -n` sets it in a shell; softFiles,
+	// when above 0, lowers the soft limit alone below it.
+	openFiles, softFiles int
+}
+
+// startProcessWith runs the gateway binary on config, as o says, and waits
+// for its listening lines; it returns every listener's address by name and
+// the admin server's address.
+func startProcessWith(t *testing.T, config string, o procOptions) (*process, map[string]string, string) {
+	t.Helper()
 	bin, err := buildGateway()
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +116,17 @@ func startProcess(t *testing.T, config string) (*process, string, string) {
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: exec.Command(bin, "run", "-c", cfg), done: make(chan error, 1)}
+	cmd := exec.Command(bin, "run", "-c", cfg)
+	if o.openFiles > 0 {
+		soft := o.openFiles
+		if o.softFiles > 0 {
+			soft = o.softFiles
+		}
+		// exec keeps the pid, so the process's /proc entry is the gateway's.
+		cmd = exec.Command("bash", "-c", `ulimit -n "$1" && ulimit -Sn "$2" && exec "$3" run -c "$4"`,
+			"bash", strconv.Itoa(o.openFiles), strconv.Itoa(soft), bin, cfg)
+	}
+	p := &process{cmd: cmd, done: make(chan error, 1)}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -104,35 +138,53 @@ func startProcess(t *testing.T, config string) (*process, string, string) {
 		p.cmd.Process.Kill()
 		<-p.done
 	})
-	addrs := make(chan [2]string, 1)
+	addrs := make(chan string, 1)
+	listeners := map[string]string{}
 	go func() {
-		var game string
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			var line map[string]any
 			if json.Unmarshal(sc.Bytes(), &line) != nil {
-				continue
+				line = map[string]any{"raw": sc.Text()} // a start error is plain text
 			}
 			p.mu.Lock()
 			p.lines = append(p.lines, line)
 			p.mu.Unlock()
 			switch line["msg"] {
 			case "listening":
-				game, _ = line["address"].(string)
+				name, _ := line["listener"].(string)
+				listeners[name], _ = line["address"].(string)
 			case "admin listening":
 				a, _ := line["address"].(string)
-				addrs <- [2]string{game, a}
+				addrs <- a
 			}
 		}
 		p.done <- p.cmd.Wait()
 	}()
 	select {
 	case a := <-addrs:
-		return p, a[0], a[1]
+		return p, listeners, a
+	case err := <-p.done:
+		p.done <- err
+		t.Fatalf("the gateway exited at start: %v\n%s", err, p.dump())
 	case <-time.After(20 * time.Second):
 		t.Fatal("the gateway did not start")
 	}
-	return nil, "", ""
+	return nil, nil, ""
+}
+
+// dump is the process's log, one JSON line per line, for a failure.
+func (p *process) dump() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, l := range p.lines {
+		j, _ := json.Marshal(l)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // count returns how many log lines have msg and the given attributes.

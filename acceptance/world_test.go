@@ -93,8 +93,8 @@ func dialGame(t *testing.T, addr string) *client.Client {
 	return c
 }
 
-// callErr makes a request that must fail with code.
-func callErr(t *testing.T, c *client.Client, route uint32, req any, code codes.Code) {
+// mustFail makes a request that must fail with code.
+func mustFail(t *testing.T, c *client.Client, route uint32, req any, code codes.Code) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -111,12 +111,12 @@ func TestExampleTokenLogin(t *testing.T) {
 	addr, _ := serveExample(t, t.TempDir(), false)
 	c := dialGame(t, addr)
 	soon := time.Now().Add(time.Hour)
-	callErr(t, c, routeLogin, map[string]string{"user": "alice"}, "auth.bad_request")
-	callErr(t, c, routeLogin, map[string]string{"token": token("wrong-secret", "alice", soon)}, "auth.bad_token")
-	callErr(t, c, routeLogin, map[string]string{"token": token(exampleSecret, "alice", time.Now().Add(-time.Minute))}, "auth.token_expired")
+	mustFail(t, c, routeLogin, map[string]string{"user": "alice"}, "auth.bad_request")
+	mustFail(t, c, routeLogin, map[string]string{"token": token("wrong-secret", "alice", soon)}, "auth.bad_token")
+	mustFail(t, c, routeLogin, map[string]string{"token": token(exampleSecret, "alice", time.Now().Add(-time.Minute))}, "auth.token_expired")
 	good := token(exampleSecret, "alice", soon)
-	callErr(t, c, routeLogin, map[string]string{"token": "mallory" + good[len("alice"):]}, "auth.bad_token") // another user, same mac
-	callErr(t, c, routeLogin, map[string]string{"token": "not a token"}, "auth.bad_token")
+	mustFail(t, c, routeLogin, map[string]string{"token": "mallory" + good[len("alice"):]}, "auth.bad_token") // another user, same mac
+	mustFail(t, c, routeLogin, map[string]string{"token": "not a token"}, "auth.bad_token")
 	var resp struct {
 		PlayerID string `json:"player_id"`
 	}

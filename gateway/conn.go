@@ -51,6 +51,7 @@ type conn struct {
 	att    *session.Attachment
 	bucket *ingress.Bucket // session.rate_limit
 	beats  *ingress.Bucket // heartbeats echoed: 10 a second (SPEC §5)
+	over   int             // heartbeats over beats since the read loop last paused
 	first  bool            // no frame read yet: it may be a resume
 
 	endMu  sync.Mutex // guards ended, and the end's decision
@@ -238,7 +239,9 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 
 // framer decodes the next frame: with the listener's max_frame_bytes, or
 // session.auth_max_frame_bytes while the session has no player_id (SPEC
-// §3), which a frame pipelined behind a login is held to as well.
+// §3), judged when the frame begins to arrive, so that a frame pipelined
+// behind a login is held to it as well, and one sent after the login's
+// answer is not.
 func (c *conn) framer() envelope.Framer {
 	if c.l.authFramer != c.l.framer && !c.p.s.Authenticated() {
 		return c.l.authFramer
@@ -249,14 +252,33 @@ func (c *conn) framer() envelope.Framer {
 // heartbeat echoes a heartbeat within SPEC §5's 10 a second; more are
 // dropped and counted, and ten seconds in a row over it close the
 // session. It reports false for that close.
+//
+// A heartbeat costs nothing to send and about a microsecond to read, so
+// a client sending millions a second would hold a core for the 10 s
+// until the close. Every beatPauseAfter heartbeats over the limit, the
+// read loop stops reading for beatPause: the client's socket fills, and
+// it sends no faster than the gateway drops (about 1,000 a second).
 func (c *conn) heartbeat(now time.Time) bool {
 	ok, flood := c.beats.Take(now)
 	if ok && c.p.s.Echo() {
 		return true
 	}
 	c.g.m.EdgeDropped.WithLabelValues(codes.RateLimited.Reason()).Inc()
+	if !ok {
+		if c.over++; c.over >= beatPauseAfter {
+			c.over = 0
+			time.Sleep(beatPause)
+		}
+	}
 	return !flood
 }
+
+// A heartbeat flood's pace: beatPause without reading after each
+// beatPauseAfter heartbeats over the limit.
+const (
+	beatPauseAfter = 100
+	beatPause      = 100 * time.Millisecond
+)
 
 func rateLimitedNotice() *envelope.Frame {
 	return &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionRateLimited),

@@ -10,25 +10,34 @@ import (
 // lua.heap_limit_bytes (SPEC §6): the string library and the table
 // patches cap what one call builds, but a loop that grows a table or
 // concatenates can still eat the process. What it measures is the whole
-// process's live heap (the Go runtime's /memory/classes/heap/objects):
-// every VM's Lua values, and the gateway's own buffers and queues, which
-// are bounded per session so that they cannot reach it on their own.
+// process's live heap: every VM's Lua values, and the gateway's own
+// buffers and queues, which are bounded per session so that they cannot
+// reach it on their own.
 //
 // It stops runs; it never replaces a VM (only a Go panic does), so a VM's
 // state survives. And it fires on growth, not on a level: after it
-// stopped what was running, it fires again only once the heap has grown
-// by another tenth of the limit, or fallen below the limit and passed it
-// again. Memory that no handler is growing (a big but stable state, the
-// connections' buffers) therefore costs one round of stopped handlers,
-// not one every tick.
+// stopped what was running, it fires again only once the live heap has
+// grown by another tenth of the limit, or fallen below the limit and
+// passed it again. Memory that no handler is growing (a big but stable
+// state, the connections' buffers) therefore costs one round of stopped
+// handlers, not one every tick, however much garbage ordinary handlers
+// make beside it.
 //
 // The heap counts garbage until a collection frees it, and right after a
-// runaway handler is stopped its table is exactly that: so while the heap
-// is within the collector's goal for the cycle, a reading above the limit
-// is confirmed by a forced collection (at most one per gcEvery) before
-// anything is stopped. A heap past the goal is growing faster than the
-// collector keeps up with, which is what a runaway handler does: it is
-// stopped at once.
+// runaway handler is stopped its table is exactly that: so a reading above
+// the limit is confirmed by a forced collection (at most one per gcEvery)
+// before anything is stopped, and judged by what was live before the
+// collection and still is. What the collection marked is not that: it
+// counts as live everything allocated while it ran, which on a busy
+// gateway is megabytes of bystanders' garbage, and judging by it (or by a
+// heap just past the collector's goal, which garbage overshoots while a
+// cycle runs) stopped bystanders again and again while the connections'
+// buffers held the heap over the limit (issue 19). When only what came
+// during the collection takes the heap over, a second collection decides:
+// a table that grew meanwhile is old and live by then, bystanders' garbage
+// is gone. One runaway is judged by its pace instead: a string doubling in
+// a loop holds only what it allocated last, so it shows as the whole live
+// heap (or more) allocated during the collection.
 func (rt *Runtime) watchHeap() {
 	defer close(rt.watchDone)
 	if rt.opts.HeapLimitBytes <= 0 {
@@ -38,29 +47,39 @@ func (rt *Runtime) watchHeap() {
 	const gcEvery = 100 * time.Millisecond
 	limit := uint64(rt.opts.HeapLimitBytes)
 	step := max(limit/10, 1)
-	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/goal:bytes"}}
-	read := func() (heap, goal uint64) {
-		metrics.Read(samples)
-		if samples[0].Value.Kind() == metrics.KindUint64 {
-			heap = samples[0].Value.Uint64()
+	// objects is the heap with its garbage, cheap to read every tick;
+	// marked is what the last collection found live, which counts as live
+	// everything allocated while it ran (a busy gateway's bystanders
+	// allocate megabytes in a collection's time); allocs is every byte
+	// ever allocated, to take those out again.
+	objects := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	marked := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	read := func(s []metrics.Sample) uint64 {
+		metrics.Read(s)
+		if s[0].Value.Kind() == metrics.KindUint64 {
+			return s[0].Value.Uint64()
 		}
-		goal = ^uint64(0)
-		if samples[1].Value.Kind() == metrics.KindUint64 {
-			goal = samples[1].Value.Uint64()
-		}
-		return heap, goal
+		return 0
+	}
+	// collect forces a collection and returns what it found live and what
+	// was allocated while it ran.
+	collect := func() (live, during uint64) {
+		before := read(allocs)
+		runtime.GC()
+		return read(marked), read(allocs) - before
 	}
 	tick := time.NewTicker(rt.opts.HeapCheckEvery)
 	defer tick.Stop()
 	var lastGC time.Time
-	var fired uint64 // the heap when the watch last stopped runs; 0: not since it was below the limit
+	var fired uint64 // the live heap when the watch last stopped runs; 0: not since it was below the limit
 	for {
 		select {
 		case <-rt.watchStop:
 			return
 		case <-tick.C:
 		}
-		heap, goal := read()
+		heap := read(objects)
 		if heap < limit {
 			fired = 0
 			continue
@@ -68,16 +87,41 @@ func (rt *Runtime) watchHeap() {
 		if fired != 0 && heap < fired+step {
 			continue // the same memory as last time: nothing is growing it
 		}
-		if heap <= goal {
-			if time.Since(lastGC) < gcEvery {
-				continue
-			}
-			runtime.GC()
-			lastGC = time.Now()
-			if heap, _ = read(); heap < limit {
-				fired = 0
-				continue
-			}
+		if time.Since(lastGC) < gcEvery {
+			continue
+		}
+		threshold := limit
+		if fired != 0 {
+			threshold = max(limit, fired+step)
+		}
+		live, during := collect()
+		lastGC = time.Now()
+		// What was live before the collection began and still is: a
+		// runaway's table, or memory nobody grows; not what bystanders
+		// allocated meanwhile.
+		heap = live - min(live, during)
+		if live >= threshold && heap < threshold && during < live {
+			// Over it only with what came during the collection: a
+			// second one tells a table that grew meanwhile (old now,
+			// and still live) from bystanders' garbage (gone).
+			live, during = collect()
+			heap = live - min(live, during)
+		}
+		switch {
+		case live < limit:
+			fired = 0 // under the limit even counting what came meanwhile
+			continue
+		case during >= live:
+			// As much as the whole live heap allocated in one
+			// collection's time is no bystander's pace but a runaway's,
+			// such as a string doubling in a loop: what it holds is what
+			// it allocated last, which the estimate leaves out.
+			heap = live
+		case heap < threshold:
+			// Under the limit, or not grown a tenth of it since the last
+			// stop: garbage, or the memory the watch already stopped runs
+			// for.
+			continue
 		}
 		fired = heap
 		rt.each(func(a *actor) {
