@@ -265,4 +265,3 @@ func (c *contract) handlerSeconds(t testing.TB, service, route string) (uint64, 
 	}
 	return 0, 0
 }
-
