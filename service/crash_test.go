@@ -31,6 +31,7 @@ function M.count(ctx, client, req) counter = counter + 1 return counter end
 function M.sleeper(ctx, client, req) shield.sleep(5000) return "woke" end
 function M.caller(ctx, client, req) return shield.call("b", "slow") end
 function M.inc(ctx, n) return n + 1 end
+function M.crash_actor(ctx, client, req) return "crash the actor" end
 return M`
 
 const crashyRoutes = `
@@ -41,6 +42,7 @@ const crashyRoutes = `
       - {id: 5, binding: count}
       - {id: 6, binding: sleeper}
       - {id: 7, binding: caller}
+      - {id: 9, binding: crash_actor}
       - {id: 200, binding: note, direction: s2c}`
 
 // TestGoPanicReplacesVM checks SPEC §6's last row: a Go panic under a
@@ -207,4 +209,32 @@ func TestRespawnUsesItsOwnCode(t *testing.T) {
 	luatest.Expect(t, w.Ask(t, "a", 1, "{}"), "client_rpc.handler_failed", "")
 	luatest.Wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == 1 })
 	luatest.Expect(t, w.Ask(t, "a", 5, "{}"), "1", "")
+}
+
+// TestPanicInActorReplacesVM (SPEC §6): a Go panic that escapes into the
+// actor's step outside any Lua run (here: the gateway panics taking a
+// response) crashes the VM all the same (VM.Crash): logged once with its
+// stack and an incident, counted in shield_vm_restarts_total, the old
+// VM's waiting tasks answer handler_failed with that incident, and a fresh
+// VM (its init run again) serves what comes next.
+func TestPanicInActorReplacesVM(t *testing.T) {
+	w := startWorld(t, map[string]string{
+		"actors.yaml": luatest.ConfigYAML("", luatest.ActorYAML("a", "", crashyRoutes)),
+		"a.lua":       crashy,
+	})
+	w.Logs.WaitRecords(t, "init ran", 1)
+	luatest.Expect(t, w.Ask(t, "a", 5, "{}"), "1", "")
+	sleeping := w.Send(t, "a", 6, "{}")
+	w.Send(t, "a", 9, "{}") // its answer is the panic: it never arrives
+	luatest.Wait(t, 5*time.Second, "the restart", func() bool { return w.metrics.get("a") == 1 })
+	luatest.Expect(t, w.Await(t, sleeping), "client_rpc.handler_failed", luatest.IncidentMsg.String())
+	w.Logs.WaitRecords(t, "init ran", 2)
+	luatest.Expect(t, w.Ask(t, "a", 5, "{}"), "1", "")
+	crashes := w.Logs.Records("go panic in actor; the VM will be replaced")
+	if len(crashes) != 1 || crashes[0]["stack"] == nil || crashes[0]["incident"] == nil || crashes[0]["panic"] != "recorder: response asked to panic" {
+		t.Fatalf("crash lines %v, want one with the panic, its stack and an incident", crashes)
+	}
+	if got := w.Await(t, sleeping).Err.Message; !strings.Contains(got, crashes[0]["incident"].(string)) {
+		t.Fatalf("the waiting task answered %q, not the crash's incident %v", got, crashes[0]["incident"])
+	}
 }

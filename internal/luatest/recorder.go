@@ -13,7 +13,8 @@ const GatewayName = "gw-test"
 
 // Recorder is a gateway that records what services send it. A push whose
 // body is "panic" and a bind of player "panic" panic, to crash the VM that
-// called them from Lua. A bind of player "stale" fails with epoch_expired,
+// called them from Lua; a response whose body is "crash the actor" panics
+// outside any Lua run, in the actor's step. A bind of player "stale" fails with epoch_expired,
 // and a kick of session 404 with session_not_found.
 type Recorder struct {
 	Mu      sync.Mutex // guards everything below; tests hold it to read
@@ -39,6 +40,9 @@ func NewRecorder() *Recorder {
 
 // Respond records x.
 func (r *Recorder) Respond(x *egress.Response) {
+	if string(x.Body) == `"crash the actor"` {
+		panic("recorder: response asked to panic")
+	}
 	r.Mu.Lock()
 	defer r.Mu.Unlock()
 	r.Resp = append(r.Resp, x)
