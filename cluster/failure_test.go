@@ -70,12 +70,18 @@ func TestUnhostedUnavailableAtOnce(t *testing.T) {
 	// A gateway whose entry service has no live host: B alone.
 	a.Stop()
 	within(t, 2*time.Second, "B sees A leave", func() bool { return gauge(b) == 1 })
+	// The refusal is the edge's (SPEC §5): counted once as unavailable.
+	dropped := b.Srv.Metrics.EdgeDropped.WithLabelValues("unavailable")
+	before := readGauge(dropped)
 	start := time.Now()
 	if err := try(dial(t, b, "game"), routeLogin, map[string]string{"user": "carol"}, nil); codeOf(err) != codes.Unavailable {
 		t.Errorf("login with no auth host: %v", err)
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Errorf("unavailable after %v, want at once", d)
+	}
+	if n := readGauge(dropped) - before; n != 1 {
+		t.Errorf("edge_dropped{unavailable} grew by %v, want 1", n)
 	}
 }
 
