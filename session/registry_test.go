@@ -508,3 +508,28 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// TestLiveIDsUnique (SPEC §4): a session_id is unique among the live
+// sessions: Add refuses a second session with a live one's id (the
+// gateway then draws another), and takes it again once that one closed.
+func TestLiveIDsUnique(t *testing.T) {
+	f := newFixture()
+	first := f.add(7)
+	dup := New(7, "127.0.0.1:2", testProfile, Binding{Target: auth, Gateway: "gw"}, testLimits, Hooks{})
+	if f.t.Add(dup) {
+		t.Fatal("Add took a second session with a live session's id")
+	}
+	if f.t.Get(7) != first {
+		t.Fatal("the refused session replaced the live one")
+	}
+	first.Close(Closed, nil)
+	again := New(7, "127.0.0.1:3", testProfile, Binding{Target: auth, Gateway: "gw"}, testLimits, Hooks{})
+	if !f.t.Add(again) || f.t.Get(7) != again {
+		t.Fatal("Add refused the id of a closed session")
+	}
+	for i := 0; i < 1000; i++ {
+		if id := f.t.NewID(); id == 0 || id >= 1<<53 {
+			t.Fatalf("NewID drew %d", id)
+		}
+	}
+}
