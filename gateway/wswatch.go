@@ -13,12 +13,26 @@ import (
 // every frame the client sends, and stops the connection as soon as a
 // data message's announced length passes max_frame_bytes (SPEC §3): the
 // WebSocket library would only see the limit once that many bytes had
-// trickled in. It only reads what passes through; it buffers nothing.
+// trickled in. It only reads what passes through; it buffers nothing but
+// the few bytes the HTTP server read past the upgrade request (early).
 type frameWatch struct {
 	net.Conn
 	limit int64
 	on    atomic.Bool // set at the upgrade: the bytes from then on are frames
 	big   atomic.Bool // a message announced more than limit
+
+	// Before the upgrade the HTTP server reads the request, and it may
+	// read past it: its background read (which watches for the client
+	// leaving while the handler runs) takes one byte, and a client that
+	// sends its first frame at once may land more in the server's buffer.
+	// The WebSocket library gets those bytes from that buffer, not
+	// through Read, so watching would begin in the middle of a frame.
+	// early holds what came after the end of the last request header;
+	// watch scans it first. It stays nil for a client that waits for the
+	// upgrade's answer.
+	early     []byte
+	headerEnd bool // a request header has ended: bytes go to early
+	crlf      int  // how much of "\r\n\r\n" the bytes so far end with
 
 	// The parse, touched by the reading goroutine only.
 	hdr     [14]byte
@@ -32,8 +46,45 @@ type frameWatch struct {
 // than max_frame_bytes.
 var errFrameTooLarge = errors.New("websocket message announces more than max_frame_bytes")
 
-// watch starts reading frame headers.
-func (w *frameWatch) watch() { w.on.Store(true) }
+// watch starts reading frame headers, from the first byte after the
+// upgrade request. No read is in progress when it is called: the upgrade
+// has just been answered and the connection not yet served.
+func (w *frameWatch) watch() {
+	early := w.early
+	w.early = nil
+	if len(early) > 0 && !w.scan(early) {
+		w.big.Store(true)
+	}
+	w.on.Store(true)
+}
+
+// maxEarly bounds early: the HTTP server's read buffer (4 KiB) and its
+// background byte; it cannot have read further.
+const maxEarly = 4<<10 + 1
+
+// before follows the bytes read before the upgrade and keeps those after
+// the last end of a request header ("\r\n\r\n") in early.
+func (w *frameWatch) before(b []byte) {
+	for _, c := range b {
+		switch {
+		case c == '\r' && w.crlf == 2:
+			w.crlf = 3
+		case c == '\r':
+			w.crlf = 1
+		case c == '\n' && (w.crlf == 1 || w.crlf == 3):
+			w.crlf++
+		default:
+			w.crlf = 0
+		}
+		if w.crlf == 4 {
+			w.crlf, w.headerEnd, w.early = 0, true, w.early[:0]
+			continue
+		}
+		if w.headerEnd && len(w.early) < maxEarly {
+			w.early = append(w.early, c)
+		}
+	}
+}
 
 // tooLarge reports whether a message announced more than the limit.
 func (w *frameWatch) tooLarge() bool { return w.big.Load() }
@@ -44,7 +95,9 @@ func (w *frameWatch) Read(p []byte) (int, error) {
 		return 0, errFrameTooLarge
 	}
 	n, err := w.Conn.Read(p)
-	if n > 0 && w.on.Load() && !w.scan(p[:n]) {
+	if n > 0 && !w.on.Load() {
+		w.before(p[:n])
+	} else if n > 0 && !w.scan(p[:n]) {
 		w.big.Store(true)
 		return 0, errFrameTooLarge
 	}
