@@ -78,7 +78,7 @@ func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 		vm.finish(t, nil, err)
 		return
 	}
-	vm.start(t, h.fn, vm.ctx, vm.clientTable(c, h), req)
+	vm.start(t, h.fn, vm.ctx, vm.frameClient(c, h), req)
 }
 
 func routeLabel(c *ingress.ClientContext) string {
@@ -244,15 +244,15 @@ func (vm *VM) HandleControl(m any) {
 	case *Result:
 		vm.HandleResult(m)
 	case *ingress.Bound:
-		vm.runSessionHook("client_bound", m.Ref, vm.clientOf(m.Ref, m.RemoteAddr))
+		vm.runSessionHook("client_bound", m.Ref, vm.sessionClient(m.Ref, m.RemoteAddr, clientSession))
 	case *ingress.Suspended:
-		vm.runSessionHook("client_suspended", m.Ref, vm.clientOf(m.Ref, m.RemoteAddr))
+		vm.runSessionHook("client_suspended", m.Ref, vm.sessionClient(m.Ref, m.RemoteAddr, clientSession))
 	case *ingress.Resumed:
-		vm.runSessionHook("client_resumed", m.Ref, vm.clientOf(m.Ref, m.RemoteAddr))
+		vm.runSessionHook("client_resumed", m.Ref, vm.sessionClient(m.Ref, m.RemoteAddr, clientSession))
 	case *ingress.Disconnected:
 		// From now on, frames of the session still queued here are stale.
 		vm.stale.mark(m.Ref.SessionID, m.Ref.Epoch, true, time.Now(), vm.spec.HandlerTimeout)
-		vm.runSessionHook("client_disconnected", m.Ref, vm.refTable(m.Ref), lua.LString(m.Reason))
+		vm.runSessionHook("client_disconnected", m.Ref, vm.sessionClient(m.Ref, "", clientRefOnly), lua.LString(m.Reason))
 	default:
 		panic("luavm: unknown control message")
 	}

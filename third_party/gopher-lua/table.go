@@ -238,7 +238,7 @@ func (tb *LTable) RawSet(key LValue, value LValue) {
 			return
 		}
 	case LString:
-		tb.RawSetString(string(v), value)
+		tb.setStr(string(v), key, value)
 		return
 	}
 	tb.setHash(key, value)
@@ -391,8 +391,12 @@ func (tb *LTable) trimArray() {
 // A table's first smallStrKeys string keys stay in its small part (Shield
 // patch 4); a key already in strdict is listed already, so only a new one
 // is boxed and listed.
-func (tb *LTable) RawSetString(key string, value LValue) {
-	if tb.strdict == nil && tb.setSmall(key, value) {
+func (tb *LTable) RawSetString(key string, value LValue) { tb.setStr(key, nil, value) }
+
+// setStr sets a string key; lkey is the key boxed when the caller has it
+// (RawSet, RawSetH), which the small part keeps for Next.
+func (tb *LTable) setStr(key string, lkey LValue, value LValue) {
+	if tb.strdict == nil && tb.setSmall(key, lkey, value) {
 		return
 	}
 	if value == LNil {
@@ -404,7 +408,10 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 		return
 	}
 	tb.strdict[key] = value
-	tb.listKey(LString(key))
+	if lkey == nil {
+		lkey = LString(key)
+	}
+	tb.listKey(lkey)
 }
 
 // RawSetH sets a given LValue to a given index without the __newindex metamethod.
@@ -413,7 +420,7 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 func (tb *LTable) RawSetH(key LValue, value LValue) {
 	switch k := key.(type) {
 	case LString:
-		tb.RawSetString(string(k), value)
+		tb.setStr(string(k), key, value)
 		return
 	case LNumber:
 		if isArrayKey(k) {

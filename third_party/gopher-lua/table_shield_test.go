@@ -326,6 +326,17 @@ func TestShieldSmallAllocs(t *testing.T) {
 	for i := 0; i < 3*smallStrKeys; i++ {
 		big.RawSetString("k"+itoa(int64(i)), v)
 	}
+	boxed := []LValue{LString("x"), LString("y"), LString("name")}
+	walked := newLTable(0, 3)
+	for _, k := range boxed {
+		walked.RawSetH(k, v)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		for k, _ := walked.Next(LNil); k != LNil; k, _ = walked.Next(k) {
+		}
+	}); n != 0 {
+		t.Errorf("walking a table whose keys were set boxed: %v allocations", n)
+	}
 	if n := testing.AllocsPerRun(100, func() {
 		tb.RawSetString("deadline", v)
 		_ = tb.RawGetString("service")

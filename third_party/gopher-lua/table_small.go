@@ -24,10 +24,11 @@ package lua
 // smallStrKeys is the most string keys a table holds in its small part.
 const smallStrKeys = 8
 
-// strEntry is one string key of the small part. boxed is the key as an
-// LValue, made the first time Next or ForEach hand the key out, so that a
-// table read by key never allocates for its keys and one walked again and
-// again (json encoding) boxes each only once.
+// strEntry is one string key of the small part. lkey is the key as an
+// LValue: the caller's when it set the key with one (RawSet, RawSetH),
+// else made the first time Next or ForEach hand the key out, so that a
+// table set and read by string never allocates for its keys and one walked
+// again and again (json encoding) boxes each only once.
 type strEntry struct {
 	key   string
 	lkey  LValue // key boxed, or nil until needed
@@ -60,7 +61,7 @@ func (tb *LTable) getStr(key string) LValue {
 // setSmall sets key in the small part and reports true, or reports false
 // once the key does not fit there: the string keys have then moved to
 // strdict (spill), where the caller sets it.
-func (tb *LTable) setSmall(key string, value LValue) bool {
+func (tb *LTable) setSmall(key string, lkey LValue, value LValue) bool {
 	for i := range tb.strs {
 		if e := &tb.strs[i]; e.key == key {
 			e.value = value
@@ -77,7 +78,7 @@ func (tb *LTable) setSmall(key string, value LValue) bool {
 		if tb.strs == nil {
 			tb.strs = make([]strEntry, 0, 4)
 		}
-		tb.strs = append(tb.strs, strEntry{key: key, value: value})
+		tb.strs = append(tb.strs, strEntry{key: key, lkey: lkey, value: value})
 		return true
 	}
 	tb.spill()
