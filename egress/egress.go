@@ -100,3 +100,13 @@ type Sink interface {
 	// whose message is reason, if ref passes SPEC §7's checks.
 	Kick(ref ClientRef, reason string) *codes.Error
 }
+
+// BatchSink is a Sink that takes several answers at once (the gateway): it
+// queues them all before it writes, so that the answers among them for one
+// session go out in one write. A service runtime hands a Sink without it
+// its answers one by one.
+type BatchSink interface {
+	Sink
+	// RespondAll is Respond for each of rs, in order.
+	RespondAll(rs []*Response)
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/session"
 )
 
 // Respond queues a request's one answer to the session that sent it,
@@ -15,6 +16,40 @@ import (
 // A notify's outcome only gives its slot back. Both are counted in
 // shield_requests_total.
 func (g *Gateway) Respond(r *egress.Response) {
+	if s := g.respond(r); s != nil {
+		s.Wake()
+	}
+}
+
+var _ egress.BatchSink = (*Gateway)(nil)
+
+// RespondAll queues every answer of rs, then wakes each session they are
+// for once: a session's answers among them go out in one write (a
+// service's actor hands over the answers of one step so).
+func (g *Gateway) RespondAll(rs []*egress.Response) {
+	var wake [16]*session.Session // most steps answer a few sessions
+	woken := wake[:0]
+next:
+	for _, r := range rs {
+		s := g.respond(r)
+		if s == nil {
+			continue
+		}
+		for _, w := range woken {
+			if w == s {
+				continue next
+			}
+		}
+		woken = append(woken, s)
+	}
+	for _, s := range woken {
+		s.Wake()
+	}
+}
+
+// respond queues r's answer without waking the session's connection, and
+// returns the session to wake, or nil when nothing was queued.
+func (g *Gateway) respond(r *egress.Response) *session.Session {
 	// The descriptor is the authority on a route's name: an answer that
 	// does not carry it (a dead VM's unavailable) is still labelled by
 	// name, as SPEC §9 asks, and the legacy envelopes carry it.
@@ -50,10 +85,13 @@ func (g *Gateway) Respond(r *egress.Response) {
 		}
 	case r.Notify:
 		s.Release()
-	case !s.Answer(f):
+	case !s.AnswerLater(f):
 		s.Release() // the session closed meanwhile: nothing will write it
 		g.m.DroppedResponses.Inc()
+	default:
+		return s
 	}
+	return nil
 }
 
 // answerFrame is the frame of answer r on route (its name, for the legacy

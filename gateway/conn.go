@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
@@ -14,11 +15,13 @@ import (
 )
 
 // A connection's life: serve makes a session for it (bound to its
-// listener's entry service), runs the write loop on a goroutine of its own
-// and the read loop on serve's, and ends the session when either loop
-// ends, unless the session is suspended for a resume (SPEC §4) or was
-// taken over by another connection. The first frame may be a resume,
-// which swaps the fresh session for the one it names (resume.go).
+// listener's entry service), runs the read loop on serve's goroutine, and
+// ends the session when the read loop or a write fails, unless the
+// session is suspended for a resume (SPEC §4) or was taken over by another
+// connection. Writes happen when there is something to write, on the
+// goroutine that queued it or on a write loop started for it (write.go).
+// The first frame may be a resume, which swaps the fresh session for the
+// one it names (resume.go).
 
 // peer is the gateway's own state of one session, beside session.Session:
 // what every connection of the session shares.
@@ -34,15 +37,18 @@ type peer struct {
 	authTimer *time.Timer // session.auth_timeout; nil when off
 }
 
-// held is a frame the gate holds back, with its arrival time.
+// held is a frame the gate holds back, with its arrival time. It holds a
+// copy, so that the read loop's frame, which most frames never leave,
+// stays off the heap.
 type held struct {
-	f     *envelope.Frame
+	f     envelope.Frame
 	route routeOf
 	at    time.Time
 }
 
-// conn is one client connection. Its read loop owns bucket and beats; its
-// write loop is the only goroutine that writes frames to fc.
+// conn is one client connection. Its read loop owns bucket and beats; the
+// owner of its write side (write.go) is the only goroutine that writes
+// frames to fc.
 type conn struct {
 	g      *Gateway
 	l      *listener
@@ -57,9 +63,14 @@ type conn struct {
 	ended  bool
 	parted *envelope.Frame // the notice owed on a connection whose session was suspended
 
-	greeting   *envelope.Frame // written first by the next write loop (session.resumed)
-	writerDone chan struct{}
-	slot       bool // the connection holds its max_sessions slot
+	greeting *envelope.Frame // written first by the next write loop (session.resumed)
+	slot     bool            // the connection holds its max_sessions slot
+
+	// The write side (write.go): its state, and what its owner keeps.
+	wstate     atomic.Int32
+	direct     bool           // fc.Direct: the owner may write without the write loop
+	batch      []session.Item // the owner's scratch
+	writesDone chan struct{}  // closed when the write side has ended (endWrites)
 }
 
 // serve runs one connection, whatever its transport, until it closes. It
@@ -80,15 +91,15 @@ func (g *Gateway) serve(l *listener, fc frameConn) {
 		fc.Close(session.Closed)
 		return
 	}
+	c.direct = fc.Direct()
 	c.attach(p, p.s.Attachment())
 	if g.isDraining() {
 		p.s.Close(session.Draining, drainNotice())
 	}
-	c.startWriter()
 	reason, notice := c.readLoop()
 	c.end(reason, notice)
-	<-c.writerDone
-	fc.Close(reason) // the write loop closed it already, with the session's first reason
+	<-c.writesDone   // the session's end woke the write side: its teardown or part
+	fc.Close(reason) // closed already, with the session's first reason
 }
 
 // newPeer makes a session for a new connection on l: a random id, its
@@ -130,9 +141,13 @@ func (g *Gateway) peerOf(s *session.Session) *peer {
 	return g.peers[s.ID]
 }
 
-// attach makes p the connection's session, through att.
+// attach makes p the connection's session, through att, with an idle
+// write side that the session wakes from now on.
 func (c *conn) attach(p *peer, att *session.Attachment) {
 	c.p, c.att = p, att
+	c.writesDone = make(chan struct{})
+	c.wstate.Store(writeIdle)
+	p.s.Wakes(att, c.kick)
 }
 
 // closed is every session's Closed hook: it runs once, after the session's
@@ -195,45 +210,97 @@ func (c *conn) end(r session.Reason, notice *envelope.Frame) {
 }
 
 // readLoop reads frames until the connection ends and says why.
+//
+// session.idle_timeout is one deadline per frame, not per read: a client
+// trickling bytes without finishing a frame is idle too. The next frame is
+// owed by want, idle_timeout after the last one was read. Setting the
+// socket's deadline for every frame cost a timer update each; the loop
+// keeps the deadline it set last as long as it is no later than want and
+// the wait ahead can be retried (a stream's Wait, which reads nothing when
+// it times out), and sets it to want exactly when the deadline runs out
+// early, or before a read that could stop inside a frame. A frame whole in
+// the buffer needs no read, and no deadline. One clock reading serves the
+// frames of one read.
 func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 	idle := c.g.cfg.Session.IdleTimeout
+	now := time.Now()      // when the last read that brought frames returned
+	var deadline time.Time // the socket's read deadline, as last set
+	set := func(t time.Time) error {
+		if t.Equal(deadline) {
+			return nil
+		}
+		deadline = t
+		return c.fc.SetReadDeadline(t)
+	}
 	for {
-		// One deadline per frame, not per read: a client trickling bytes
-		// without finishing a frame is idle too.
-		if err := c.fc.SetReadDeadline(time.Now().Add(idle)); err != nil {
-			return session.Closed, nil
+		want := now.Add(idle)
+		fr := c.framer()
+		waited := false
+		if !c.fc.Buffered(fr) {
+			if deadline.IsZero() || !c.fc.RetryWait() {
+				if err := set(want); err != nil {
+					return session.Closed, nil
+				}
+			}
+			if err := c.fc.Wait(); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) && c.fc.RetryWait() && !deadline.Equal(want) {
+					// The deadline of an earlier frame: this one has until want.
+					if err := set(want); err != nil {
+						return session.Closed, nil
+					}
+					continue
+				}
+				return c.readError(err)
+			}
+			// The cap is the session's when the frame begins to arrive.
+			fr = c.framer()
+			if !c.fc.Buffered(fr) {
+				if err := set(want); err != nil { // the read may stop inside the frame
+					return session.Closed, nil
+				}
+			}
+			waited = true
 		}
-		// The cap is the session's when the frame begins to arrive.
-		if err := c.fc.Wait(); err != nil {
-			return c.readError(err)
-		}
-		f, err := c.fc.ReadFrame(c.framer())
+		f, err := c.fc.ReadFrame(fr)
 		if err != nil {
 			return c.readError(err)
 		}
-		first := c.first
-		c.first = false
-		if f.Kind == envelope.Heartbeat {
-			if f.Token != "" {
-				if !first {
-					return c.protocolError(&envelope.ProtocolError{Reason: envelope.ReasonBadSystemFrame,
-						Detail: "a resume that is not the connection's first frame"})
-				}
-				c.resume(f.Token)
-			} else if !c.heartbeat(time.Now()) {
-				return session.RateLimited, rateLimitedNotice()
-			}
-		} else {
-			c.p.frame(&f, time.Now(), c.bucket)
+		if waited {
+			now = time.Now() // the frame has arrived: its budget counts from here
 		}
-		select {
-		case <-c.p.s.Done():
-			return session.Closed, nil // the first reason was recorded already
-		case <-c.att.Gone():
-			return session.Closed, nil // suspended or taken over: nothing more to read
-		default:
+		if reason, notice, end := c.handle(&f, now); end {
+			return reason, notice
 		}
 	}
+}
+
+// handle takes one frame the read loop read at now; end says the loop
+// ends, why, and with what notice.
+func (c *conn) handle(f *envelope.Frame, now time.Time) (session.Reason, *envelope.Frame, bool) {
+	first := c.first
+	c.first = false
+	if f.Kind == envelope.Heartbeat {
+		if f.Token != "" {
+			if !first {
+				r, n := c.protocolError(&envelope.ProtocolError{Reason: envelope.ReasonBadSystemFrame,
+					Detail: "a resume that is not the connection's first frame"})
+				return r, n, true
+			}
+			c.resume(f.Token)
+		} else if !c.heartbeat(now) {
+			return session.RateLimited, rateLimitedNotice(), true
+		}
+	} else {
+		c.p.frame(f, now, c.bucket)
+	}
+	select {
+	case <-c.p.s.Done():
+		return session.Closed, nil, true // the first reason was recorded already
+	case <-c.att.Gone():
+		return session.Closed, nil, true // suspended or taken over: nothing more to read
+	default:
+	}
+	return "", nil, false
 }
 
 // framer decodes the next frame: with the listener's max_frame_bytes, or

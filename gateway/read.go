@@ -36,7 +36,7 @@ func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket) {
 			p.refuse(f, v)
 			return
 		}
-		if p.gate.Push(held{f: f, route: r, at: now}) {
+		if p.gate.Push(held{f: *f, route: r, at: now}) {
 			p.gate.Release(p.admitHeld) // the gate opened before the frame was queued
 		}
 		return
@@ -50,7 +50,7 @@ func (p *peer) admitHeld(h held) {
 		p.s.Release()
 		return
 	}
-	p.admit(h.f, h.route, h.at, nil, true)
+	p.admit(&h.f, h.route, h.at, nil, true)
 }
 
 // admit runs the edge table on f against one snapshot of the binding: the

@@ -20,15 +20,48 @@ import (
 // Attachment is one connection's hold on its session. Gone is closed when
 // the session no longer belongs to that connection: it was suspended (the
 // connection is ending anyway) or another connection took it over (the
-// old connection must close without a notice).
+// old connection must close without a notice). The connection is woken
+// then, as it is when frames are queued and when the session closes.
 type Attachment struct {
 	gone chan struct{}
+	wake func() // set by Wakes; guarded by the session's mu
 }
 
 // Gone is closed when the attachment ends.
 func (a *Attachment) Gone() <-chan struct{} { return a.gone }
 
 func newAttachment() *Attachment { return &Attachment{gone: make(chan struct{})} }
+
+// Wakes makes wake the waker of a, the session's current attachment: it is
+// called, on the goroutine that caused it and never under a lock of the
+// session's, whenever frames are queued for the connection, the session
+// closes, or a ends. If something is queued already, or the session closed
+// or left a meanwhile, wake is called at once. A connection calls it once
+// it is ready to write.
+func (s *Session) Wakes(a *Attachment, wake func()) {
+	s.mu.Lock()
+	pending := false
+	if s.att == a && !s.closed {
+		a.wake = wake
+		pending = s.out.setWake(wake)
+	} else {
+		pending = true // closed, suspended or taken over: it must look
+	}
+	s.mu.Unlock()
+	if pending {
+		wake()
+	}
+}
+
+// goneLocked ends attachment a under the session's lock: Gone closes,
+// nothing wakes a's connection for frames any more, and the caller calls
+// the returned waker (a's) once it has released its locks, so that the
+// connection parts.
+func (s *Session) goneLocked(a *Attachment) func() {
+	close(a.gone)
+	s.out.setWake(nil)
+	return a.wake
+}
 
 // resumeWait is a suspended session's timer and the reason it closes with
 // when the timer fires.
@@ -66,16 +99,24 @@ func (s *Session) Suspended() bool {
 // or the session closed: the caller then closes as usual.
 func (s *Session) Suspend(a *Attachment, r Reason, window time.Duration) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed || s.att != a || s.suspended {
+		s.mu.Unlock()
 		return false
 	}
 	s.suspended = true
 	s.att = nil
-	close(a.gone)
+	wake := s.goneLocked(a)
 	s.resumeWait = &resumeWait{reason: r}
 	s.resumeWait.timer = time.AfterFunc(window, func() { s.Close(r, nil) })
+	s.mu.Unlock()
+	callWake(wake) // the connection parts: never under the session's lock
 	return true
+}
+
+func callWake(w func()) {
+	if w != nil {
+		w()
+	}
 }
 
 // tokenBytes is the resume token's randomness: 128 bits (SPEC §4).
@@ -118,6 +159,8 @@ func (t *Registry) IssueToken(s *Session, gateway string) string {
 // issues a new one. An unknown, used or expired token is
 // client_rpc.session_not_found.
 func (t *Registry) Resume(token string) (s *Session, a *Attachment, suspended bool, err *codes.Error) {
+	var wake func() // the old connection's, woken once the locks are released
+	defer func() { callWake(wake) }()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s = t.byToken[token]
@@ -139,7 +182,7 @@ func (t *Registry) Resume(token string) (s *Session, a *Attachment, suspended bo
 			s.resumeWait = nil
 		}
 	} else if s.att != nil {
-		close(s.att.gone)
+		wake = s.goneLocked(s.att)
 	}
 	s.att = newAttachment()
 	return s, s.att, suspended, nil
