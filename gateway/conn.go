@@ -34,7 +34,10 @@ type peer struct {
 	warnMu sync.Mutex           // guards warned
 	warned map[codes.Code]int64 // last unix second a drop of that reason was logged
 
-	authTimer *time.Timer // session.auth_timeout; nil when off
+	// authTimer is session.auth_timeout's timer: nil when off, and once the
+	// session is bound (dropped then, so that a logged-in session does not
+	// keep it).
+	authTimer atomic.Pointer[time.Timer]
 }
 
 // held is a frame the gate holds back, with its arrival time. It holds a
@@ -56,7 +59,7 @@ type conn struct {
 	p      *peer
 	att    *session.Attachment
 	bucket *ingress.Bucket // session.rate_limit
-	beats  *ingress.Bucket // heartbeats echoed: 10 a second (SPEC §5)
+	beats  *ingress.Bucket // heartbeats echoed: 10 a second (SPEC §5); made at the first heartbeat
 	first  bool            // no frame read yet: it may be a resume
 
 	endMu  sync.Mutex // guards ended, and the end's decision
@@ -67,10 +70,10 @@ type conn struct {
 	slot     bool            // the connection holds its max_sessions slot
 
 	// The write side (write.go): its state, and what its owner keeps.
-	wstate     atomic.Int32
-	direct     bool           // fc.Direct: the owner may write without the write loop
-	batch      []session.Item // the owner's scratch
-	writesDone chan struct{}  // closed when the write side has ended (endWrites)
+	wstate atomic.Int32
+	direct bool           // fc.Direct: the owner may write without the write loop
+	batch  []session.Item // the owner's scratch
+	writes sync.WaitGroup // one while the write side of this attachment has not ended (endWrites)
 }
 
 // serve runs one connection, whatever its transport, until it closes. It
@@ -78,8 +81,7 @@ type conn struct {
 // hands to its session when the session is suspended.
 func (g *Gateway) serve(l *listener, fc frameConn) {
 	c := &conn{g: g, l: l, fc: fc, first: true, slot: true,
-		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst),
-		beats:  ingress.NewBucket(ingress.HeartbeatsPerSecond, ingress.HeartbeatsPerSecond)}
+		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst)}
 	defer func() {
 		if c.slot {
 			g.live.Add(-1)
@@ -98,7 +100,7 @@ func (g *Gateway) serve(l *listener, fc frameConn) {
 	}
 	reason, notice := c.readLoop()
 	c.end(reason, notice)
-	<-c.writesDone   // the session's end woke the write side: its teardown or part
+	c.writes.Wait()  // the session's end woke the write side: its teardown or part
 	fc.Close(reason) // closed already, with the session's first reason
 }
 
@@ -114,38 +116,46 @@ func (g *Gateway) newPeer(l *listener, remote string) (*peer, error) {
 		p := &peer{g: g, l: l}
 		p.s = session.New(id, remote, l.profile, session.Binding{Target: target, Gateway: g.name}, g.limits,
 			session.Hooks{Closed: p.closed, Answered: p.answered})
+		p.s.Owner = p
 		if !g.sessions.Add(p.s) {
 			continue // another session drew the same random id meanwhile
 		}
 		g.m.Sessions.Inc()
-		g.peersMu.Lock()
-		g.peers[id] = p
-		g.peersMu.Unlock()
 		if d := g.cfg.Session.AuthTimeout; d > 0 {
 			s := p.s
-			p.authTimer = time.AfterFunc(d, func() {
+			p.authTimer.Store(time.AfterFunc(d, func() {
 				if !s.Authenticated() {
 					s.Close(session.AuthTimeout, &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionAuthTimeout),
 						Message: "no login within " + d.String()})
 				}
-			})
+			}))
 		}
 		return p, nil
 	}
 }
 
-// peerOf returns the peer of a live session.
-func (g *Gateway) peerOf(s *session.Session) *peer {
-	g.peersMu.Lock()
-	defer g.peersMu.Unlock()
-	return g.peers[s.ID]
+// stopAuthTimer stops and drops the session's auth_timeout timer, if any:
+// the session closed, or is bound to a player.
+func (p *peer) stopAuthTimer() {
+	if t := p.authTimer.Swap(nil); t != nil {
+		t.Stop()
+	}
+}
+
+// peerOf returns the peer of a live session, nil for a closed one.
+func peerOf(s *session.Session) *peer {
+	if closed, _ := s.Closed(); closed {
+		return nil
+	}
+	p, _ := s.Owner.(*peer)
+	return p
 }
 
 // attach makes p the connection's session, through att, with an idle
 // write side that the session wakes from now on.
 func (c *conn) attach(p *peer, att *session.Attachment) {
 	c.p, c.att = p, att
-	c.writesDone = make(chan struct{})
+	c.writes.Add(1)
 	c.wstate.Store(writeIdle)
 	p.s.Wakes(att, c.kick)
 }
@@ -158,14 +168,7 @@ func (p *peer) closed(s *session.Session, b session.Binding, r session.Reason) {
 	g := p.g
 	g.sessions.Remove(s, b)
 	g.m.Sessions.Dec()
-	g.peersMu.Lock()
-	if g.peers[s.ID] == p {
-		delete(g.peers, s.ID)
-	}
-	g.peersMu.Unlock()
-	if p.authTimer != nil {
-		p.authTimer.Stop()
-	}
+	p.stopAuthTimer()
 	p.gate.Drop(func(held) { s.Release() })
 	if s.Suspended() {
 		g.m.SessionsSuspended.Dec()
@@ -296,9 +299,10 @@ func (c *conn) handle(f *envelope.Frame, now time.Time) (session.Reason, *envelo
 	select {
 	case <-c.p.s.Done():
 		return session.Closed, nil, true // the first reason was recorded already
-	case <-c.att.Gone():
-		return session.Closed, nil, true // suspended or taken over: nothing more to read
 	default:
+	}
+	if c.att.Gone() {
+		return session.Closed, nil, true // suspended or taken over: nothing more to read
 	}
 	return "", nil, false
 }
@@ -317,6 +321,9 @@ func (c *conn) framer() envelope.Framer {
 // dropped and counted, and ten seconds in a row over it close the
 // session. It reports false for that close.
 func (c *conn) heartbeat(now time.Time) bool {
+	if c.beats == nil { // most sessions of most games never send one
+		c.beats = ingress.NewBucket(ingress.HeartbeatsPerSecond, ingress.HeartbeatsPerSecond)
+	}
 	ok, flood := c.beats.Take(now)
 	if ok && c.p.s.Echo() {
 		return true

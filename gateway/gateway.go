@@ -68,9 +68,6 @@ type Gateway struct {
 	live      atomic.Int64 // connections and suspended sessions, for max_sessions
 	listeners []*listener
 
-	peersMu sync.Mutex // guards peers
-	peers   map[uint64]*peer
-
 	mu       sync.Mutex // guards draining
 	draining bool
 	accepts  sync.WaitGroup // accept loops (for ws: the HTTP servers' Serve)
@@ -100,7 +97,6 @@ func New(o Options) (*Gateway, error) {
 		m:        o.Metrics,
 		log:      o.Logger,
 		sessions: session.NewRegistry(),
-		peers:    map[uint64]*peer{},
 		limits:   session.Limits{MaxInflight: sc.MaxInflight, Outbound: sc.OutboundQueue, OutboundBytes: sc.OutboundQueueBytes},
 	}
 	g.edge.Store(o.Table.Edge())

@@ -26,7 +26,7 @@ func (c *conn) resume(token string) {
 		c.resumeFailed(err.Message)
 		return
 	}
-	p := g.peerOf(s)
+	p := peerOf(s)
 	if p == nil {
 		c.resumeFailed("the session has ended") // it closed as it was resumed
 		return
@@ -35,7 +35,7 @@ func (c *conn) resume(token string) {
 	// connection alone when its session ends as Replaced.
 	fresh := c.p.s
 	fresh.Close(session.Replaced, nil)
-	<-c.writesDone // the fresh session's write side is done: the connection is free
+	c.writes.Wait() // the fresh session's write side is done: the connection is free
 	c.greeting = &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionResumed)}
 	if wasSuspended {
 		// The suspended session held a max_sessions slot; this

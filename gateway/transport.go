@@ -87,8 +87,8 @@ const readBufferSize = 4096
 
 // probeSize is the read an idle connection waits in: the only buffer it
 // holds. A small request fits whole, so that at one request in flight a
-// frame costs one read.
-const probeSize = 256
+// frame costs one read; a batch of requests costs one more read.
+const probeSize = 128
 
 // readers holds the read buffers of connections that are reading frames;
 // writeBuffers the encoding buffers of connections that are writing.

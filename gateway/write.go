@@ -75,7 +75,7 @@ func (c *conn) release() bool {
 func (c *conn) own() {
 	s, att := c.p.s, c.att
 	for {
-		if !c.direct || c.greeting != nil || isDone(s.Done()) || isDone(att.Gone()) {
+		if !c.direct || c.greeting != nil || isDone(s.Done()) || att.Gone() {
 			c.startLoop(nil)
 			return
 		}
@@ -142,16 +142,15 @@ func (c *conn) writeLoop(pending []session.Item) {
 	}
 	var batch []session.Item
 	for {
-		select {
-		case <-s.Done():
-			c.teardown()
-			c.endWrites()
-			return
-		case <-att.Gone():
+		switch {
+		case att.Gone(): // suspended or taken over (and maybe closed since): not ours to tear down
 			c.part()
 			c.endWrites()
 			return
-		default:
+		case isDone(s.Done()):
+			c.teardown()
+			c.endWrites()
+			return
 		}
 		batch = s.Take(batch[:0])
 		if len(batch) == 0 {
@@ -185,7 +184,7 @@ func (c *conn) writeLoop(pending []session.Item) {
 func (c *conn) endWrites() {
 	c.wstate.Store(writeEnded)
 	c.fc.Release()
-	close(c.writesDone)
+	c.writes.Done()
 }
 
 func isDone(ch <-chan struct{}) bool {

@@ -3,6 +3,7 @@ package session
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"sync/atomic"
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
@@ -17,20 +18,22 @@ import (
 // token takes it over. A session not resumed within the window closes
 // with the reason its connection ended with.
 
-// Attachment is one connection's hold on its session. Gone is closed when
+// Attachment is one connection's hold on its session. It is Gone when
 // the session no longer belongs to that connection: it was suspended (the
 // connection is ending anyway) or another connection took it over (the
 // old connection must close without a notice). The connection is woken
 // then, as it is when frames are queued and when the session closes.
 type Attachment struct {
-	gone chan struct{}
-	wake func() // set by Wakes; guarded by the session's mu
+	gone atomic.Bool // set once, when the attachment ends
+	wake func()      // set by Wakes; guarded by the session's mu
 }
 
-// Gone is closed when the attachment ends.
-func (a *Attachment) Gone() <-chan struct{} { return a.gone }
+// Gone reports whether the attachment has ended. The connection learns it
+// when it is woken; nobody waits on it, so it is a flag, not a channel (an
+// idle session holds less).
+func (a *Attachment) Gone() bool { return a.gone.Load() }
 
-func newAttachment() *Attachment { return &Attachment{gone: make(chan struct{})} }
+func newAttachment() *Attachment { return &Attachment{} }
 
 // Wakes makes wake the waker of a, the session's current attachment: it is
 // called, on the goroutine that caused it and never under a lock of the
@@ -58,7 +61,7 @@ func (s *Session) Wakes(a *Attachment, wake func()) {
 // the returned waker (a's) once it has released its locks, so that the
 // connection parts.
 func (s *Session) goneLocked(a *Attachment) func() {
-	close(a.gone)
+	a.gone.Store(true)
 	s.out.setWake(nil)
 	return a.wake
 }

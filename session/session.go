@@ -92,6 +92,10 @@ type Session struct {
 	RemoteAddr  string
 	Profile     *Profile
 	ConnectedAt time.Time // when its first connection was accepted
+	// Owner is the state the session's maker keeps beside it (the
+	// gateway's peer): set once, before the session is shared, so that
+	// the maker finds it without a map of its own.
+	Owner any
 
 	mu         sync.Mutex // guards binding, closed, reason, token, suspended, att, resumeWait
 	binding    Binding

@@ -59,7 +59,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		adminAddr:   fs.String("admin", "", "with -write-config: the admin server's `HOST:PORT` (metrics, /debug/pprof/)"),
 		pid:         fs.Int("pid", 0, "with -addr: the loaded gateway's process `ID`, to report its CPU time per request (and with -idle its memory)"),
 		cpuprofile:  fs.String("cpuprofile", "", "in-process: write a CPU profile of each gateway run's measured time into `DIR`"),
-		memprofile:  fs.String("memprofile", "", "in-process: write allocation profiles (before and after each gateway run's measured time, for pprof -base) into `DIR`"),
+		memprofile:  fs.String("memprofile", "", "in-process: write allocation profiles (before and after each gateway run's measured time, for pprof -base) into `DIR`; with -idle, the gateway process's heap profile holding the idle sessions"),
 		serveEcho:   fs.String("serve-echo", "", "instead: serve the baseline echo at `HOST:PORT` until interrupted"),
 		writeConfig: fs.String("write-config", "", "instead: write the echo service's config (and its certificates) into `DIR` and exit"),
 		listen:      fs.String("listen", "", "with -write-config: the tcp listener's `HOST:PORT`"),

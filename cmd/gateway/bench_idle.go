@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -77,6 +79,12 @@ func idleMemory(stdout, stderr io.Writer, f *benchFlags) int {
 	cpu1, _ := bench.ProcessCPU(pid)
 	fmt.Fprintf(stdout, "%d idle sessions (login route %d): RSS %+d KiB = %.1f KiB per session; CPU while idle %v over %v\n",
 		len(conns), *f.login, (rss1-rss0)>>10, float64(rss1-rss0)/1024/float64(len(conns)), cpu1-cpu0, idleWatch)
+	if c != nil && *f.memprofile != "" {
+		path := filepath.Join(*f.memprofile, "idle.heap.pprof")
+		if _, body := c.get("/debug/pprof/heap?gc=1"); body == "" || os.WriteFile(path, []byte(body), 0o644) != nil {
+			fmt.Fprintln(stderr, "bench: cannot write", path)
+		}
+	}
 	if c != nil {
 		heap, stack, g := c.metric("go_memstats_heap_inuse_bytes"), c.metric("go_memstats_stack_inuse_bytes"), c.metric("go_goroutines")
 		fmt.Fprintf(stdout, "%-22s heap in use %.0f KiB, stacks %.0f KiB, %.0f goroutines (%.2f per session)\n", "gateway process",
