@@ -34,15 +34,17 @@ type recordConn struct {
 
 var _ frameConn = (*recordConn)(nil)
 
-func (r *recordConn) ReadFrame(envelope.Framer) (envelope.Frame, error) { return envelope.Frame{}, net.ErrClosed }
-func (r *recordConn) Wait() error                                      { return net.ErrClosed }
-func (r *recordConn) SetReadDeadline(time.Time) error                  { return nil }
-func (r *recordConn) SetWriteDeadline(time.Time) error                 { return nil }
-func (r *recordConn) Buffered(envelope.Framer) bool                    { return false }
-func (r *recordConn) RetryWait() bool                                  { return true }
-func (r *recordConn) Direct() bool                                     { return true }
-func (r *recordConn) Release()                                         {}
-func (r *recordConn) RemoteAddr() net.Addr                             { return &net.TCPAddr{} }
+func (r *recordConn) ReadFrame(envelope.Framer) (envelope.Frame, error) {
+	return envelope.Frame{}, net.ErrClosed
+}
+func (r *recordConn) Wait() error                      { return net.ErrClosed }
+func (r *recordConn) SetReadDeadline(time.Time) error  { return nil }
+func (r *recordConn) SetWriteDeadline(time.Time) error { return nil }
+func (r *recordConn) Buffered(envelope.Framer) bool    { return false }
+func (r *recordConn) RetryWait() bool                  { return true }
+func (r *recordConn) Direct() bool                     { return true }
+func (r *recordConn) Release()                         {}
+func (r *recordConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
 
 func (r *recordConn) WriteFrame(f *envelope.Frame) error {
 	r.mu.Lock()
