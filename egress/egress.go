@@ -107,6 +107,16 @@ type Sink interface {
 // its answers one by one.
 type BatchSink interface {
 	Sink
-	// RespondAll is Respond for each of rs, in order.
+	// RespondAll is Respond for each of rs, in order. It keeps none of
+	// rs once it returns.
 	RespondAll(rs []*Response)
+}
+
+// ValueSink is a Sink that also takes an answer by value: one whose caller
+// builds the answer on its stack needs no allocation for it (a service
+// actor, which holds its VM's answers until it hands them over).
+type ValueSink interface {
+	Sink
+	// RespondValue is Respond(&r); the Sink keeps its own copy.
+	RespondValue(r Response)
 }

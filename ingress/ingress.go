@@ -53,8 +53,15 @@ func (in *ClientIngress) Notify() bool { return in.Client.RequestID == 0 }
 // decode failure, a stale frame, a dead VM) builds it here, so the
 // pairing of answer and request is made in one place.
 func (in *ClientIngress) Answer(service string, body []byte, err *codes.Error) *egress.Response {
+	r := in.AnswerValue(service, body, err)
+	return &r
+}
+
+// AnswerValue is Answer as a value, for a Sink that takes it so
+// (egress.ValueSink).
+func (in *ClientIngress) AnswerValue(service string, body []byte, err *codes.Error) egress.Response {
 	c := &in.Client
-	return &egress.Response{SessionID: c.Ref.SessionID, RouteID: c.RouteID, RequestID: c.RequestID,
+	return egress.Response{SessionID: c.Ref.SessionID, RouteID: c.RouteID, RequestID: c.RequestID,
 		Body: body, Err: err, Notify: in.Notify(), Service: service, Route: c.Route, Received: in.Received, Reply: in.Reply}
 }
 

@@ -35,7 +35,8 @@ const (
 )
 
 // clientValue is a client and the userdata that stands for it, in one
-// allocation: the userdata's Value points back into the same object.
+// allocation (with a handler's task, see ingressTask): the userdata's
+// Value points back into the same object.
 type clientValue struct {
 	ud   lua.LUserData
 	c    ingress.ClientContext
@@ -69,9 +70,10 @@ func (vm *VM) installClientMeta() {
 	vm.clientMeta = meta
 }
 
-// frameClient is a handler's client for the frame c on handler h's route.
-func (vm *VM) frameClient(c *ingress.ClientContext, h handler) *lua.LUserData {
-	cv := vm.newClient(*c, clientFrame)
+// frameClient makes cv the handler's client for the frame c on handler
+// h's route.
+func (vm *VM) frameClient(cv *clientValue, c *ingress.ClientContext, h handler) *lua.LUserData {
+	vm.initClient(cv, *c, clientFrame)
 	if c.Route == h.route.Name {
 		cv.route = h.name
 	} else {
@@ -84,13 +86,14 @@ func (vm *VM) frameClient(c *ingress.ClientContext, h handler) *lua.LUserData {
 // sessionClient is a session hook's client: ref's fields, and remote_addr
 // unless kind is clientRefOnly.
 func (vm *VM) sessionClient(ref egress.ClientRef, remote string, kind clientKind) *lua.LUserData {
-	return &vm.newClient(ingress.ClientContext{Ref: ref, RemoteAddr: remote}, kind).ud
+	cv := &clientValue{}
+	vm.initClient(cv, ingress.ClientContext{Ref: ref, RemoteAddr: remote}, kind)
+	return &cv.ud
 }
 
-func (vm *VM) newClient(c ingress.ClientContext, kind clientKind) *clientValue {
-	cv := &clientValue{c: c, kind: kind, gateway: vm.gatewayLValue(c.Ref.Gateway)}
+func (vm *VM) initClient(cv *clientValue, c ingress.ClientContext, kind clientKind) {
+	*cv = clientValue{c: c, kind: kind, gateway: vm.gatewayLValue(c.Ref.Gateway)}
 	cv.ud.Value, cv.ud.Metatable, cv.ud.Env = cv, vm.clientMeta, vm.l.Env
-	return cv
 }
 
 // clientOf returns the client v is, or nil.

@@ -57,7 +57,8 @@ func (vm *VM) budgetFrom(received time.Time) time.Time {
 func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 	c := &in.Client
 	now := time.Now()
-	t := &task{in: in, deadline: vm.budgetFrom(in.Received)}
+	it := &ingressTask{task: task{in: in, deadline: vm.budgetFrom(in.Received)}}
+	t := &it.task
 	// SPEC §4: a frame whose session closed does not run (its answer goes
 	// nowhere, but is counted), and one from before a rebind is stale.
 	if code, ok := vm.stale.check(c.Ref, now); ok {
@@ -78,7 +79,15 @@ func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 		vm.finish(t, nil, err)
 		return
 	}
-	vm.start(t, h.fn, vm.ctx, vm.frameClient(c, h), req)
+	vm.start(t, h.fn, vm.ctx, vm.frameClient(&it.client, c, h), req)
+}
+
+// ingressTask is a client frame's task and its handler's client, made in
+// one allocation. A script that keeps the client keeps this much alive, and
+// no more: finish drops the task's frame.
+type ingressTask struct {
+	task
+	client clientValue
 }
 
 func routeLabel(c *ingress.ClientContext) string {
@@ -119,7 +128,11 @@ func (vm *VM) respond(t *task, vals []lua.LValue, err *codes.Error) {
 		vm.log.Warn("notify failed", "route", t.label(), "session_id", c.Ref.SessionID, "player_id", playerAttr(c.Ref.PlayerID),
 			"code", string(err.Code), "message", err.Message)
 	}
-	if s := vm.sink(); s != nil {
+	switch s := vm.sink().(type) {
+	case nil:
+	case egress.ValueSink: // the actor's answer buffer: no allocation for the answer
+		s.RespondValue(in.AnswerValue(vm.service, body, err))
+	default:
 		s.Respond(in.Answer(vm.service, body, err))
 	}
 }

@@ -254,6 +254,7 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 	switch {
 	case t.in != nil:
 		vm.respond(t, vals, err)
+		t.in = nil // a client the script keeps keeps the task, not the frame's body
 	case t.call != nil:
 		vm.returnCall(t, vals, err)
 	case t.onDone != nil:

@@ -31,8 +31,9 @@ type actor struct {
 	// answers are the VM's answers of the step in progress, which the
 	// loop hands to the gateway together (flushAnswers); out is the Sink
 	// the VM sends through, which buffers them.
-	answers []*egress.Response
-	out     answerSink
+	answers    []egress.Response
+	answerPtrs []*egress.Response // RespondAll's argument, reused
+	out        answerSink
 
 	// The reload's state, the loop's own.
 	paused   bool         // a swap is being prepared: business messages wait

@@ -25,10 +25,14 @@ const answerBatch = 16
 // goroutine uses it.
 type answerSink struct{ a *actor }
 
-var _ egress.Sink = (*answerSink)(nil)
+var _ egress.ValueSink = (*answerSink)(nil)
 
 // Respond holds the answer for the step's hand-over.
-func (s *answerSink) Respond(r *egress.Response) { s.a.answers = append(s.a.answers, r) }
+func (s *answerSink) Respond(r *egress.Response) { s.a.answers = append(s.a.answers, *r) }
+
+// RespondValue holds the answer for the step's hand-over: the VM's answer
+// is built on its stack and copied here, not allocated.
+func (s *answerSink) RespondValue(r egress.Response) { s.a.answers = append(s.a.answers, r) }
 
 // Push hands the answers over first, then the push.
 func (s *answerSink) Push(p *egress.Push) []codes.Code {
@@ -60,10 +64,18 @@ func (a *actor) flushAnswers() {
 	switch sink := a.rt.Sink().(type) {
 	case nil:
 	case egress.BatchSink:
-		sink.RespondAll(a.answers)
+		// The gateway keeps nothing of rs once RespondAll returns: the
+		// answers can stay in the buffer.
+		ptrs := a.answerPtrs[:0]
+		for i := range a.answers {
+			ptrs = append(ptrs, &a.answers[i])
+		}
+		sink.RespondAll(ptrs)
+		clear(ptrs)
+		a.answerPtrs = ptrs[:0]
 	default:
 		for _, r := range a.answers {
-			sink.Respond(r)
+			sink.Respond(&r) // a copy of its own: this Sink may keep it
 		}
 	}
 	clear(a.answers)
