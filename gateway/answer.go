@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
@@ -95,13 +96,33 @@ func (g *Gateway) respond(r *egress.Response) *session.Session {
 }
 
 // answerFrame is the frame of answer r on route (its name, for the legacy
-// envelopes).
+// envelopes), from answerFrames.
 func answerFrame(r *egress.Response, route string) *envelope.Frame {
+	f := answerFrames.Get().(*envelope.Frame)
 	if r.Err != nil {
-		return &envelope.Frame{Kind: envelope.Error, RouteID: r.RouteID, RequestID: r.RequestID, Route: route,
+		*f = envelope.Frame{Kind: envelope.Error, RouteID: r.RouteID, RequestID: r.RequestID, Route: route,
 			Code: string(r.Err.Code), Message: r.Err.Message}
+		return f
 	}
-	return &envelope.Frame{Kind: envelope.Response, RouteID: r.RouteID, RequestID: r.RequestID, Route: route, Body: r.Body}
+	*f = envelope.Frame{Kind: envelope.Response, RouteID: r.RouteID, RequestID: r.RequestID, Route: route, Body: r.Body}
+	return f
+}
+
+// answerFrames holds the frames of answers: an answer's frame is its
+// session's queue's alone, so once written (recycleAnswers) it serves the
+// next answer, and an answer costs no allocation of its own.
+var answerFrames = sync.Pool{New: func() any { return new(envelope.Frame) }}
+
+// recycleAnswers gives back the frames of the answers in a batch just
+// written, before the batch is handed back to its session (Written, which
+// looks at the frames of pushes only).
+func recycleAnswers(batch []session.Item) {
+	for _, it := range batch {
+		if it.Answer() {
+			*it.Frame = envelope.Frame{}
+			answerFrames.Put(it.Frame)
+		}
+	}
 }
 
 // tooLong replaces an answer longer than the listener's max_frame_bytes

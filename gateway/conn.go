@@ -61,6 +61,7 @@ type conn struct {
 	bucket *ingress.Bucket // session.rate_limit
 	beats  *ingress.Bucket // heartbeats echoed: 10 a second (SPEC §5); made at the first heartbeat
 	first  bool            // no frame read yet: it may be a resume
+	out    deliveries      // the frames admitted since the last read, for their services (read.go)
 
 	endMu  sync.Mutex // guards ended, and the end's decision
 	ended  bool
@@ -99,6 +100,7 @@ func (g *Gateway) serve(l *listener, fc frameConn) {
 		p.s.Close(session.Draining, drainNotice())
 	}
 	reason, notice := c.readLoop()
+	c.out.flush() // what was admitted before the loop ended is delivered
 	c.end(reason, notice)
 	c.writes.Wait()  // the session's end woke the write side: its teardown or part
 	fc.Close(reason) // closed already, with the session's first reason
@@ -240,6 +242,9 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 		fr := c.framer()
 		waited := false
 		if !c.fc.Buffered(fr) {
+			// The loop is about to read: the frames of the last read go
+			// to their services first.
+			c.out.flush()
 			if deadline.IsZero() || !c.fc.RetryWait() {
 				if err := set(want); err != nil {
 					return session.Closed, nil
@@ -289,12 +294,13 @@ func (c *conn) handle(f *envelope.Frame, now time.Time) (session.Reason, *envelo
 					Detail: "a resume that is not the connection's first frame"})
 				return r, n, true
 			}
+			c.out.flush() // nothing here yet (a resume is the first frame), but the session changes
 			c.resume(f.Token)
 		} else if !c.heartbeat(now) {
 			return session.RateLimited, rateLimitedNotice(), true
 		}
 	} else {
-		c.p.frame(f, now, c.bucket)
+		c.p.frame(f, now, c.bucket, &c.out)
 	}
 	select {
 	case <-c.p.s.Done():

@@ -33,7 +33,8 @@ import (
 type Services interface {
 	// Deliver puts a client frame on its target's business lane, or
 	// refuses it: busy (lane full), unavailable (no running VM, no live
-	// host).
+	// host). A frame it takes is no longer the gateway's: whoever answers
+	// it may give it back for reuse (ingress.ClientIngress.Release).
 	Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.Error
 	// Control puts a session lifecycle message (ingress.Bound, Suspended,
 	// Resumed, Disconnected) on its target's control lane; it is never

@@ -98,6 +98,7 @@ func (c *conn) own() {
 				c.startLoop(batch) // what did not go out is the loop's to wait for
 				return
 			}
+			recycleAnswers(batch)
 			s.Written(batch)
 			c.fc.Release()
 		}
@@ -134,6 +135,9 @@ func (c *conn) writeLoop(pending []session.Item) {
 	}
 	if pending != nil {
 		ok := c.flush(time.Now().Add(c.g.cfg.Session.WriteTimeout))
+		if ok {
+			recycleAnswers(pending)
+		}
 		s.Written(pending)
 		if !ok {
 			c.endWrites()
@@ -171,6 +175,9 @@ func (c *conn) writeLoop(pending []session.Item) {
 			continue
 		}
 		ok := c.writeBatch(batch)
+		if ok {
+			recycleAnswers(batch)
+		}
 		s.Written(batch)
 		if !ok {
 			c.endWrites()

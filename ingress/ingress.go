@@ -10,6 +10,7 @@
 package ingress
 
 import (
+	"sync"
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
@@ -43,6 +44,26 @@ type ClientIngress struct {
 	// carried the frame wants its answer (a NATS reply subject); empty in
 	// one process. Answer copies it.
 	Reply string
+}
+
+// ingresses holds ClientIngress values for reuse: the gateway takes one
+// for every client frame (NewClientIngress), and the VM that answers it
+// gives it back (Release), so that a frame's trip through its service
+// costs no allocation for it.
+var ingresses = sync.Pool{New: func() any { return new(ClientIngress) }}
+
+// NewClientIngress returns a zero ClientIngress, perhaps one a service
+// gave back.
+func NewClientIngress() *ClientIngress { return ingresses.Get().(*ClientIngress) }
+
+// Release gives in back for reuse. Whoever a frame was delivered to calls
+// it once the frame is answered (or its notify has ended) and nothing of
+// in is used any more: the values it made from in (its answer, the body
+// decoded, a client's copy of the ClientContext) share only immutable
+// strings with it. A frame never delivered is simply dropped.
+func (in *ClientIngress) Release() {
+	*in = ClientIngress{}
+	ingresses.Put(in)
 }
 
 // Notify reports whether the frame expects no answer.

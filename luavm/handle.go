@@ -53,7 +53,9 @@ func (vm *VM) budgetFrom(received time.Time) time.Time {
 
 // HandleIngress runs the route's handler for a client frame (SPEC §4, §6).
 // A request gets exactly one answer through the gateway, whatever
-// happens; a notify never gets one, but its outcome is reported too.
+// happens; a notify never gets one, but its outcome is reported too. in is
+// the VM's from now on: it is given back (ingress.ClientIngress.Release)
+// once answered.
 func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 	c := &in.Client
 	now := time.Now()

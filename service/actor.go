@@ -427,6 +427,7 @@ func (a *actor) reject(m business) {
 	switch m := m.(type) {
 	case *ingress.ClientIngress:
 		a.rt.respond(m.Answer(a.id.Service, nil, unavailable))
+		m.Release()
 	case *luavm.Call:
 		if m.ID != 0 {
 			a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Gen: m.Gen, Err: unavailable, Reply: m.Reply})

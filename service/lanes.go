@@ -97,6 +97,25 @@ func (q *businessLane) push(m business) bool {
 	return true
 }
 
+// pushAll queues the messages of ms in order while there is room, and
+// returns how many it queued: one hand-off (and one wake-up of the actor)
+// for several messages.
+func (q *businessLane) pushAll(ms []*ingress.ClientIngress) int {
+	q.mu.Lock()
+	n := min(len(ms), q.limit-(len(q.items)-q.head))
+	for _, m := range ms[:max(n, 0)] {
+		q.items = append(q.items, m)
+	}
+	q.mu.Unlock()
+	if n > 0 {
+		select {
+		case q.signal <- struct{}{}:
+		default:
+		}
+	}
+	return max(n, 0)
+}
+
 // pop takes the oldest message.
 func (q *businessLane) pop() (business, bool) {
 	q.mu.Lock()

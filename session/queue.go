@@ -27,6 +27,11 @@ type Item struct {
 	kind  itemKind
 }
 
+// Answer reports whether the item is a request's answer, queued by
+// Answer or AnswerLater: its frame is its request's alone, which the
+// writer may reuse once it is written.
+func (it Item) Answer() bool { return it.kind == itemAnswer }
+
 // queue is a session's outbound queue: frames in the order they are to be
 // written, and the counts of what they hold against the bounds. Producers
 // (services' egress, the read loop, timers) never block on it; the

@@ -30,6 +30,7 @@ type benchFlags struct {
 	dur, warmup                    *time.Duration
 	cpuprofile, memprofile         *string
 	serveEcho, writeConfig, listen *string
+	serveFan, fanBase, fanListen   *string
 	dial                           *dialFlags
 	depths                         []int
 }
@@ -63,6 +64,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		serveEcho:   fs.String("serve-echo", "", "instead: serve the baseline echo at `HOST:PORT` until interrupted"),
 		writeConfig: fs.String("write-config", "", "instead: write the echo service's config (and its certificates) into `DIR` and exit"),
 		listen:      fs.String("listen", "", "with -write-config: the tcp listener's `HOST:PORT`"),
+		fanListen:   fs.String("fan-listen", "", "with -write-config: the fan-out service's listener `HOST:PORT`"),
+		serveFan:    fs.String("serve-fan", "", "instead: serve the fan-out baseline (a plain Go loop) at `HOST:PORT` until interrupted"),
+		fanBase:     fs.String("fan-base", "", "with -fanout: the plain loop serving at `HOST:PORT` (-serve-fan) instead of one in this process; -addr is then the gateway's fan listener"),
 	}
 	f.dial = addDialFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -79,8 +83,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case *f.serveEcho != "":
 		return serveEcho(stdout, stderr, *f.serveEcho)
+	case *f.serveFan != "":
+		return serveFan(stdout, stderr, *f.serveFan)
 	case *f.writeConfig != "":
-		path, err := bench.EchoConfig{Listen: *f.listen, Admin: *f.adminAddr}.Write(*f.writeConfig)
+		path, err := bench.EchoConfig{Listen: *f.listen, Fan: *f.fanListen, Admin: *f.adminAddr}.Write(*f.writeConfig)
 		if err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
 			return 1
@@ -285,11 +291,16 @@ func serveEcho(stdout, stderr io.Writer, addr string) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
+	defer s.Close()
+	fmt.Fprintln(stdout, "baseline echo listening on", s.Addr())
+	waitSignal()
+	return 0
+}
+
+// waitSignal returns at SIGINT or SIGTERM.
+func waitSignal() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	fmt.Fprintln(stdout, "baseline echo listening on", s.Addr())
 	<-sigs
-	s.Close()
-	return 0
 }
