@@ -73,6 +73,7 @@ type Gateway struct {
 	draining bool
 	accepts  sync.WaitGroup // accept loops (for ws: the HTTP servers' Serve)
 	conns    sync.WaitGroup // connection goroutines
+	writers  writers        // the push writers (writers.go)
 
 	// stop ends when the gateway stops accepting: TLS handshakes in
 	// progress are abandoned then.
@@ -160,6 +161,7 @@ func (g *Gateway) Addr(name string) net.Addr {
 
 // Serve starts accepting on every listener and returns at once.
 func (g *Gateway) Serve() {
+	g.writers.start()
 	for _, l := range g.listeners {
 		g.accepts.Add(1)
 		switch l.cfg.Transport {
@@ -230,12 +232,13 @@ func (g *Gateway) Idle() bool { return g.sessions.Len() == 0 }
 
 // CloseAll ends the drain: every session left gets the gateway.draining
 // notice and is closed (a suspended one at once), and CloseAll returns
-// when every connection goroutine has exited.
+// when every connection goroutine and push writer has exited.
 func (g *Gateway) CloseAll() {
 	for _, s := range g.sessions.All() {
 		s.Close(session.Draining, drainNotice())
 	}
 	g.conns.Wait()
+	g.writers.close() // no connection is left to write for
 }
 
 // Shutdown drains: StopAccepting, then live sessions go on until they

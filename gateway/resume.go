@@ -46,7 +46,7 @@ func (c *conn) resume(token string) {
 	g.m.SessionResumes.WithLabelValues("ok").Inc()
 	c.greeting.Token = g.sessions.IssueToken(s, g.name)
 	c.attach(p, att)
-	c.kick() // the write loop writes the greeting, then what was queued
+	c.kick(false) // the write loop writes the greeting, then what was queued
 	b := s.Binding()
 	g.svc.Control(b.Target, &ingress.Resumed{Ref: b.Ref(s.ID), RemoteAddr: s.RemoteAddr})
 }

@@ -10,7 +10,7 @@ import (
 
 // Push runs SPEC §7's table (egress.CheckRoute, then egress.Check for each
 // target) and queues one shared frame per body codec to the targets that
-// pass.
+// pass; the gateway's push writers write them (writers.go).
 func (g *Gateway) Push(p *egress.Push) []codes.Code {
 	out := make([]codes.Code, len(p.Targets))
 	r := g.edge.Load().Lookup(p.RouteID)

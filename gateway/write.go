@@ -21,7 +21,9 @@ import (
 //     without blocking (streamConn.TryFlush): a service's goroutine writes
 //     the answers it just produced, the read loop its heartbeat echoes.
 //     The answers of one actor step come as one wake (Gateway.RespondAll),
-//     so one session's answers go out in one write;
+//     so one session's answers go out in one write. A push goes to the
+//     gateway's push writers instead (kick, writers.go), which write the
+//     same way, in parallel with the service;
 //   - whatever would block (a socket buffer that is full, TLS, WebSocket,
 //     the session's end with its notice) goes to the write loop, a
 //     goroutine started then, which writes under write_timeout and ends
@@ -39,14 +41,21 @@ const (
 	writeEnded              // the connection is done writing (ended, part, failed): wakes do nothing
 )
 
-// kick is the connection's waker (session.Session.Wakes): it takes the
-// write side if it is idle, or tells its owner to look again.
-func (c *conn) kick() {
+// kick is the connection's waker (session.Waker): it takes the write side
+// if it is idle, or tells its owner to look again. Taken for a push
+// (soon), the write side goes to the gateway's push writers (writers.go):
+// the pushing service does not write every member's socket itself, and the
+// pushes queued while the connection waits its turn share its write.
+func (c *conn) kick(soon bool) {
 	for {
 		switch st := c.wstate.Load(); st {
 		case writeIdle:
 			if c.wstate.CompareAndSwap(writeIdle, writeBusy) {
-				c.own()
+				if soon && c.g.writers.wake != nil {
+					c.g.writers.add(c) // a push writer writes it, and the pushes queued meanwhile
+				} else {
+					c.own()
+				}
 				return
 			}
 		case writeBusy:

@@ -175,7 +175,9 @@ func TestAnswersOfOneStepInOneWrite(t *testing.T) {
 // TestQueuedFramesCoalesced: frames queued while the connection is busy
 // writing (its socket full, the write loop waiting) go out together in its
 // next write, and once everything is written the write loop ends: an idle
-// session has no goroutine for writing.
+// session has no goroutine for writing. A push to an idle connection
+// starts the write loop (the pushes queued meanwhile share its write); an
+// answer is written by the goroutine that queued it.
 func TestQueuedFramesCoalesced(t *testing.T) {
 	g := newFakeGateway(t, &fakeServices{})
 	rc := &recordConn{full: true}
@@ -204,13 +206,18 @@ func TestQueuedFramesCoalesced(t *testing.T) {
 	if st := c.wstate.Load(); st != writeIdle {
 		t.Errorf("write side %d, want idle", st)
 	}
-	// Idle again, the next frame goes out at once, without a goroutine.
-	if !s.Offer(push) {
-		t.Fatal("push refused")
-	}
+	// Idle again, an answer goes out at once, without a goroutine; a
+	// push through a write loop of its own, which ends once it is out.
+	s.TryAcquire()
+	g.Respond(answer(c, 9))
 	if got := rc.sizes(); len(got) != 3 || got[2] != 1 {
 		t.Errorf("writes of %v frames, want a third of 1", got)
 	}
+	if !s.Offer(push) {
+		t.Fatal("push refused")
+	}
+	waitFor(t, "a fourth write", func() bool { return len(rc.sizes()) == 4 })
+	waitFor(t, "the write loop's end", func() bool { return writeLoops() == 0 })
 }
 
 // TestCloseWritesNoticeAndEnds: a session closed while its connection is
@@ -266,4 +273,42 @@ func TestIdleSessionHasNoWriter(t *testing.T) {
 	if n := strings.Count(string(buf[:runtime.Stack(buf, true)]), "gateway.(*conn).readLoop"); n != 1 {
 		t.Fatalf("%d read loops, want 1", n)
 	}
+}
+
+// TestPushWrittenByPushWriter: over a real socket, a push to an idle
+// session is written by the gateway's push writers, and no write loop is
+// left behind.
+func TestPushWrittenByPushWriter(t *testing.T) {
+	g := newFakeGateway(t, &fakeServices{})
+	if err := g.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	g.Serve()
+	t.Cleanup(func() {
+		g.StopAccepting()
+		g.CloseAll()
+	})
+	nc, err := net.Dial("tcp", g.Addr("game").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var s *session.Session
+	waitFor(t, "the session", func() bool {
+		all := g.sessions.All()
+		if len(all) == 1 {
+			s = all[0]
+		}
+		return s != nil
+	})
+	ref := s.Ref()
+	if got := g.Push(&egress.Push{RouteID: 3, Bodies: map[string][]byte{"json": []byte(`{}`)}, Targets: []egress.ClientRef{ref}}); got[0] != "" {
+		t.Fatalf("push refused: %s", got[0])
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(time.Second))
+	frame := make([]byte, 14) // idlen: length 10, header, "{}"
+	if _, err := io.ReadFull(nc, frame); err != nil || string(frame[12:]) != "{}" || frame[7] != 3 {
+		t.Fatalf("push %x, %v", frame, err)
+	}
+	waitFor(t, "no write loop", func() bool { return writeLoops() == 0 })
 }

@@ -48,6 +48,17 @@ func (g *batchGateway) Kick(egress.ClientRef, string) *codes.Error       { retur
 // sends (a push), so that the client sees them in the order the VM made
 // them.
 func TestAnswersHandedOverPerStep(t *testing.T) {
+	gw := &batchGateway{}
+	events := answersPerStep(t, gw, gw)
+	if want := []string{"answers 16", "answers 1", `push {"n":18}`, "answers 3"}; fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Errorf("the gateway saw %q, want %q", events, want)
+	}
+}
+
+// answersPerStep runs 20 frames (the 18th pushes) queued before the actor
+// starts, so that they are one step's work, and returns what gw, which
+// logs through b, saw.
+func answersPerStep(t *testing.T, gw egress.Sink, b *batchGateway) []string {
 	testutil.CheckGoroutines(t)
 	dir := t.TempDir()
 	files := map[string]string{
@@ -67,7 +78,6 @@ return M`,
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := &batchGateway{}
 	rt := rep.Runtime
 	rt.SetSink(gw)
 	// Queued before the actor runs, the frames are one step's work.
@@ -89,16 +99,15 @@ return M`,
 	if err := rt.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Stop(context.Background())
 	luatest.Wait(t, 5*time.Second, "20 answers", func() bool {
-		gw.mu.Lock()
-		defer gw.mu.Unlock()
-		return gw.answers == 20
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.answers == 20
 	})
-	gw.mu.Lock()
-	defer gw.mu.Unlock()
-	want := []string{"answers 16", "answers 1", `push {"n":18}`, "answers 3"}
-	if fmt.Sprint(gw.events) != fmt.Sprint(want) {
-		t.Fatalf("the gateway saw %q, want %q", gw.events, want)
+	if err := rt.Stop(context.Background()); err != nil {
+		t.Fatal(err)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.events...)
 }

@@ -53,13 +53,20 @@ type queue struct {
 	refusals  int  // itemRefusal entries
 	echo      bool // an itemEcho entry is queued
 	limits    Limits
-	wake      func() // the attached connection's waker; nil while suspended
+	wake      Waker // the attached connection's waker; nil while suspended
 }
+
+// Waker wakes a connection to write what its session queued. soon says the
+// frame may wait a moment for a goroutine of the connection's own (a push:
+// the pushes queued while it starts share its write, as a fan-out's do);
+// otherwise the caller may write it at once (an answer, which the service
+// hands over with the others of its step).
+type Waker func(soon bool)
 
 func (q *queue) init(l Limits) { q.limits = l }
 
 // setWake makes w the queue's waker and reports whether anything is queued.
-func (q *queue) setWake(w func()) bool {
+func (q *queue) setWake(w Waker) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.wake = w
@@ -67,7 +74,7 @@ func (q *queue) setWake(w func()) bool {
 }
 
 // waker returns the queue's waker, or nil.
-func (q *queue) waker() func() {
+func (q *queue) waker() Waker {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.wake
@@ -103,7 +110,7 @@ func (q *queue) put(f *envelope.Frame, kind itemKind, quiet bool) bool {
 	wake := q.wake
 	q.mu.Unlock()
 	if wake != nil && !quiet {
-		wake()
+		wake(kind == itemPush)
 	}
 	return true
 }
@@ -118,7 +125,7 @@ func (q *queue) putFirst(f *envelope.Frame) {
 	wake := q.wake
 	q.mu.Unlock()
 	if wake != nil {
-		wake()
+		wake(false)
 	}
 }
 
@@ -133,7 +140,7 @@ func (q *queue) requeue(items []Item) {
 	wake := q.wake
 	q.mu.Unlock()
 	if wake != nil {
-		wake()
+		wake(false)
 	}
 }
 

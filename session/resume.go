@@ -25,7 +25,7 @@ import (
 // then, as it is when frames are queued and when the session closes.
 type Attachment struct {
 	gone atomic.Bool // set once, when the attachment ends
-	wake func()      // set by Wakes; guarded by the session's mu
+	wake Waker       // set by Wakes; guarded by the session's mu
 }
 
 // Gone reports whether the attachment has ended. The connection learns it
@@ -41,7 +41,7 @@ func newAttachment() *Attachment { return &Attachment{} }
 // closes, or a ends. If something is queued already, or the session closed
 // or left a meanwhile, wake is called at once. A connection calls it once
 // it is ready to write.
-func (s *Session) Wakes(a *Attachment, wake func()) {
+func (s *Session) Wakes(a *Attachment, wake Waker) {
 	s.mu.Lock()
 	pending := false
 	if s.att == a && !s.closed {
@@ -52,7 +52,7 @@ func (s *Session) Wakes(a *Attachment, wake func()) {
 	}
 	s.mu.Unlock()
 	if pending {
-		wake()
+		wake(false)
 	}
 }
 
@@ -60,7 +60,7 @@ func (s *Session) Wakes(a *Attachment, wake func()) {
 // nothing wakes a's connection for frames any more, and the caller calls
 // the returned waker (a's) once it has released its locks, so that the
 // connection parts.
-func (s *Session) goneLocked(a *Attachment) func() {
+func (s *Session) goneLocked(a *Attachment) Waker {
 	a.gone.Store(true)
 	s.out.setWake(nil)
 	return a.wake
@@ -116,9 +116,9 @@ func (s *Session) Suspend(a *Attachment, r Reason, window time.Duration) bool {
 	return true
 }
 
-func callWake(w func()) {
+func callWake(w Waker) {
 	if w != nil {
-		w()
+		w(false)
 	}
 }
 
@@ -162,7 +162,7 @@ func (t *Registry) IssueToken(s *Session, gateway string) string {
 // issues a new one. An unknown, used or expired token is
 // client_rpc.session_not_found.
 func (t *Registry) Resume(token string) (s *Session, a *Attachment, suspended bool, err *codes.Error) {
-	var wake func() // the old connection's, woken once the locks are released
+	var wake Waker // the old connection's, woken once the locks are released
 	defer func() { callWake(wake) }()
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -211,7 +211,7 @@ func (s *Session) AnswerLater(f *envelope.Frame) bool {
 // what is queued.
 func (s *Session) Wake() {
 	if w := s.out.waker(); w != nil {
-		w()
+		w(false)
 	}
 }
 

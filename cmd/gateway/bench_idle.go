@@ -20,11 +20,13 @@ const idleWatch = 3 * time.Second
 // process and reports how much its resident memory grew per session, and
 // the CPU it used while they idled. The gateway is a child process started
 // on the echo config, or with -addr and -pid a running one; either way
-// its memory is its own, without the clients' half of the sockets.
+// its memory is its own, without the clients' half of the sockets. With
+// an admin address (the child's, or -admin for -addr), a collection runs
+// before each reading, and the heap, stacks and goroutines are reported.
 func idleMemory(stdout, stderr io.Writer, f *benchFlags) int {
 	n := *f.idle
 	addr, pid := *f.addr, *f.pid
-	var c *child
+	c := &child{admin: *f.adminAddr} // with -addr, -admin (if any) is the running gateway's
 	if addr != "" {
 		if pid == 0 {
 			fmt.Fprintln(stderr, "bench: -idle with -addr needs -pid PID, the gateway's process")
@@ -41,8 +43,8 @@ func idleMemory(stdout, stderr io.Writer, f *benchFlags) int {
 	}
 	raiseFileLimit(stderr, n+1024)
 	settle := func() {
-		if c != nil {
-			c.get("/debug/pprof/heap?gc=1") // a collection, so that garbage of the start is not counted
+		if c.admin != "" {
+			c.get("/debug/pprof/heap?gc=1") // a collection, so that garbage of the start and the logins is not counted
 		}
 		time.Sleep(time.Second)
 	}
@@ -79,13 +81,13 @@ func idleMemory(stdout, stderr io.Writer, f *benchFlags) int {
 	cpu1, _ := bench.ProcessCPU(pid)
 	fmt.Fprintf(stdout, "%d idle sessions (login route %d): RSS %+d KiB = %.1f KiB per session; CPU while idle %v over %v\n",
 		len(conns), *f.login, (rss1-rss0)>>10, float64(rss1-rss0)/1024/float64(len(conns)), cpu1-cpu0, idleWatch)
-	if c != nil && *f.memprofile != "" {
+	if c.admin != "" && *f.memprofile != "" {
 		path := filepath.Join(*f.memprofile, "idle.heap.pprof")
 		if _, body := c.get("/debug/pprof/heap?gc=1"); body == "" || os.WriteFile(path, []byte(body), 0o644) != nil {
 			fmt.Fprintln(stderr, "bench: cannot write", path)
 		}
 	}
-	if c != nil {
+	if c.admin != "" {
 		heap, stack, g := c.metric("go_memstats_heap_inuse_bytes"), c.metric("go_memstats_stack_inuse_bytes"), c.metric("go_goroutines")
 		fmt.Fprintf(stdout, "%-22s heap in use %.0f KiB, stacks %.0f KiB, %.0f goroutines (%.2f per session)\n", "gateway process",
 			heap/1024, stack/1024, g, g/float64(len(conns)))
