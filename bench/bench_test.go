@@ -39,3 +39,19 @@ func TestHistogramQuantiles(t *testing.T) {
 		t.Errorf("max %v", h.Max())
 	}
 }
+
+func TestFanoutBaselineRun(t *testing.T) {
+	s, err := NewFanServer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := Fanout(context.Background(), FanOptions{Addr: s.Addr(), Members: 8, InFlight: 2, Duration: 200 * time.Millisecond,
+		Warmup: 50 * time.Millisecond, Body: JSONBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pushes == 0 || r.Blasts == 0 || r.Round.Count() == 0 {
+		t.Fatalf("result %+v", r)
+	}
+}

@@ -16,6 +16,9 @@ import (
 type EchoServer struct {
 	ln net.Listener
 	wg sync.WaitGroup
+
+	mu    sync.Mutex // guards conns
+	conns map[net.Conn]struct{}
 }
 
 // NewEchoServer listens on addr (use 127.0.0.1:0) and serves until Close.
@@ -24,7 +27,7 @@ func NewEchoServer(addr string) (*EchoServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &EchoServer{ln: ln}
+	s := &EchoServer{ln: ln, conns: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -33,10 +36,15 @@ func NewEchoServer(addr string) (*EchoServer, error) {
 // Addr is the bound address.
 func (s *EchoServer) Addr() string { return s.ln.Addr().String() }
 
-// Close stops accepting and waits for every connection to end; clients must
-// close their side.
+// Close stops accepting, closes every connection and waits for their
+// goroutines to end.
 func (s *EchoServer) Close() {
 	s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
 	s.wg.Wait()
 }
 
@@ -50,10 +58,16 @@ func (s *EchoServer) accept() {
 			}
 			continue
 		}
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			echo(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
 		}()
 	}
 }

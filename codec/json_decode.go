@@ -196,7 +196,7 @@ func (d *decoder) object() (lua.LValue, error) {
 			if err != nil {
 				return nil, err
 			}
-			st.members = append(st.members, member{key: key, val: v})
+			st.members = append(st.members, member{boxed: key, val: v})
 			d.skipWS()
 			if d.next(',') {
 				d.off++
@@ -214,7 +214,7 @@ func (d *decoder) object() (lua.LValue, error) {
 	members := st.members[base:]
 	t := d.L.CreateTable(0, len(members))
 	for _, m := range members {
-		t.RawSetString(m.key, m.val) // a repeated key keeps its last value
+		t.RawSetH(m.boxed, m.val) // a repeated key keeps its last value
 	}
 	clear(members)
 	st.members = st.members[:base]

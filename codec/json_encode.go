@@ -92,7 +92,7 @@ func AppendJSON(dst []byte, L *lua.LState, v lua.LValue) ([]byte, error) {
 // an object. shapes is nil for plain JSON.
 func appendJSONShaped(dst []byte, L *lua.LState, v lua.LValue, shapes map[*lua.LTable]bool) ([]byte, error) {
 	st := stateOf(L)
-	e := encoder{st: st, buf: dst, shapes: shapes, max: len(dst) + st.maxOut}
+	e := encoder{L: L, st: st, buf: dst, shapes: shapes, max: len(dst) + st.maxOut}
 	if st.maxOut <= 0 {
 		e.max = len(dst) + DefaultMaxEncodeBytes
 	}
@@ -107,6 +107,7 @@ func appendJSONShaped(dst []byte, L *lua.LState, v lua.LValue, shapes map[*lua.L
 // encoder writes Lua values to buf; depth counts the tables around the
 // value being written.
 type encoder struct {
+	L      *lua.LState
 	st     *vmState
 	buf    []byte
 	max    int // len(buf) may not pass it: a table can repeat one big string
@@ -138,6 +139,9 @@ func (e *encoder) value(v lua.LValue) *encodeFailure {
 	case *lua.LTable:
 		return e.table(v)
 	case *lua.LUserData:
+		if tv, ok := v.Value.(Tabler); ok {
+			return e.table(tv.Table(e.L))
+		}
 		if v != e.st.null {
 			return failf("userdata cannot be encoded")
 		}

@@ -43,23 +43,32 @@ var ErrMetatable = errors.New("codec: table already has a metatable, cannot mark
 // member is one object entry, or one array element with an empty key,
 // waiting in a scratch stack until its container's size is known.
 type member struct {
-	key string
-	val lua.LValue
+	key   string     // encode: an object entry's key
+	boxed lua.LValue // decode: an object entry's key, boxed; nil for an array element
+	val   lua.LValue
 }
 
 // vmState is everything the codec keeps per VM. Only the goroutine running
 // the VM touches it, and encoding or decoding never runs Lua code, so one
 // set of scratch buffers cannot be in use twice at once.
+// Tabler is implemented by the Value of a userdata that stands for a table
+// of plain fields, such as luavm's read-only ClientContext: every encoder
+// here, and with it the JSON mapping between VMs, writes such a userdata as
+// the table Table builds, as if the script held that table.
+type Tabler interface {
+	Table(L *lua.LState) *lua.LTable
+}
+
 type vmState struct {
 	null      *lua.LUserData // shield.null
 	arrayMeta *lua.LTable    // metatable marking a table as a JSON array
 
-	members   []member          // decode: pending elements; encode: object entries
-	buf       []byte            // decode: unescaped string bytes
-	out       []byte            // jsonCodec.Encode: output before it is copied out
-	ancestors []*lua.LTable     // encode: tables being written, to find cycles
-	keys      map[string]string // decode: interned object keys
-	maxOut    int               // encode: the longest output; 0 means DefaultMaxEncodeBytes
+	members   []member              // decode: pending elements; encode: object entries
+	buf       []byte                // decode: unescaped string bytes
+	out       []byte                // jsonCodec.Encode: output before it is copied out
+	ancestors []*lua.LTable         // encode: tables being written, to find cycles
+	keys      map[string]lua.LValue // decode: interned object keys, boxed
+	maxOut    int                   // encode: the longest output; 0 means DefaultMaxEncodeBytes
 }
 
 // stateOf returns L's codec state, creating it on first use.
@@ -94,7 +103,7 @@ func newVMState(L *lua.LState) *vmState {
 	return &vmState{
 		null:      null,
 		arrayMeta: arrayMeta,
-		keys:      make(map[string]string),
+		keys:      make(map[string]lua.LValue),
 	}
 }
 
@@ -134,17 +143,20 @@ func IsArray(L *lua.LState, t *lua.LTable) bool {
 	return t.Metatable == stateOf(L).arrayMeta
 }
 
-// intern returns b as a string, reusing an earlier copy for short keys.
-// Looking a map up by string(b) does not allocate.
-func (st *vmState) intern(b []byte) string {
+// intern returns b as a boxed Lua string, reusing an earlier one for short
+// keys: the table keeps the box (gopher-lua patch 4), so a decoded object
+// costs no allocation for an interned key, to set or to walk. Looking a map
+// up by string(b) does not allocate.
+func (st *vmState) intern(b []byte) lua.LValue {
 	if s, ok := st.keys[string(b)]; ok {
 		return s
 	}
 	s := string(b)
+	boxed := lua.LValue(lua.LString(s))
 	if len(b) <= maxInternedBytes && len(st.keys) < maxInternedKeys {
-		st.keys[s] = s
+		st.keys[s] = boxed
 	}
-	return s
+	return boxed
 }
 
 // release drops the scratch stack's references, so decoded or encoded values

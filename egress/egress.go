@@ -100,3 +100,23 @@ type Sink interface {
 	// whose message is reason, if ref passes SPEC §7's checks.
 	Kick(ref ClientRef, reason string) *codes.Error
 }
+
+// BatchSink is a Sink that takes several answers at once (the gateway): it
+// queues them all before it writes, so that the answers among them for one
+// session go out in one write. A service runtime hands a Sink without it
+// its answers one by one.
+type BatchSink interface {
+	Sink
+	// RespondAll is Respond for each of rs, in order. It keeps none of
+	// rs once it returns.
+	RespondAll(rs []*Response)
+}
+
+// ValueSink is a Sink that also takes an answer by value: one whose caller
+// builds the answer on its stack needs no allocation for it (a service
+// actor, which holds its VM's answers until it hands them over).
+type ValueSink interface {
+	Sink
+	// RespondValue is Respond(&r); the Sink keeps its own copy.
+	RespondValue(r Response)
+}

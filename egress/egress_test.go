@@ -14,7 +14,7 @@ import (
 // newSession is a real session bound to player at epoch 1 (3 after two
 // rebinds is not needed: the table's rows compare whatever epoch it is),
 // on an idlen listener with max_frame_bytes 64 and room for one push.
-func newSession(t *testing.T, player string) *session.Session {
+func newSession(t testing.TB, player string) *session.Session {
 	t.Helper()
 	fr, err := envelope.New("idlen", envelope.FromClient, 64)
 	if err != nil {

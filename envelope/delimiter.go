@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"math"
@@ -38,6 +39,12 @@ func (c *delimiterFramer) MaxFrameBytes() int { return c.maxBytes }
 
 // MaxRouteID returns the largest route_id a wrapper may hold.
 func (c *delimiterFramer) MaxRouteID() uint32 { return math.MaxUint32 }
+
+// Buffered reports whether r holds the next line whole (Framer).
+func (c *delimiterFramer) Buffered(r *bufio.Reader) bool {
+	p, _ := r.Peek(r.Buffered()) // buffered: it does not read
+	return bytes.IndexByte(p, '\n') >= 0
+}
 
 // ReadFrame reads one line. A line that fits r's buffer is parsed where it
 // lies; a longer one is gathered chunk by chunk, and the read stops with

@@ -76,6 +76,12 @@ type Framer interface {
 	// connections) as they are, so errors.Is sees them. After any error but
 	// io.EOF the connection is to be closed: r's position is unspecified.
 	ReadFrame(r *bufio.Reader) (Frame, error)
+	// Buffered reports whether r's buffer holds the next frame whole, so
+	// that ReadFrame reads nothing more from r's source: a reader may then
+	// decode it without waiting, and needs no read deadline for it. A frame
+	// whose first bytes already break a limit counts (ReadFrame fails
+	// without reading). False is always safe: ReadFrame may read.
+	Buffered(r *bufio.Reader) bool
 	// AppendFrame appends f's wire bytes, stream framing included, to dst.
 	// On error it returns dst unchanged and an error wrapping
 	// ErrInvalidFrame. It allocates only to grow dst.
@@ -154,6 +160,22 @@ func readLength(r *bufio.Reader, minLen, maxLen int) (int, error) {
 		return 0, protoErr(ReasonTooShort, "length %d below %d", n, minLen)
 	}
 	return int(n), nil
+}
+
+// lengthBuffered is Buffered for the envelopes with a u32 length prefix:
+// the length is buffered and breaks [minLen, maxLen], or the whole frame
+// is buffered.
+func lengthBuffered(r *bufio.Reader, minLen, maxLen int) bool {
+	have := r.Buffered()
+	if have < LengthSize {
+		return false
+	}
+	p, _ := r.Peek(LengthSize) // buffered: it does not read
+	n := binary.BigEndian.Uint32(p)
+	if uint64(n) > uint64(maxLen) || int64(n) < int64(minLen) {
+		return true
+	}
+	return have-LengthSize >= int(n)
 }
 
 // readFixed fills dst (a caller's stack array: Peek and copy keep it from

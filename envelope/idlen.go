@@ -72,6 +72,11 @@ func (c *idlenFramer) MaxFrameBytes() int { return c.maxBytes }
 // MaxRouteID returns the largest u24.
 func (c *idlenFramer) MaxRouteID() uint32 { return MaxIdlenRouteID }
 
+// Buffered reports whether r holds the next frame whole (Framer).
+func (c *idlenFramer) Buffered(r *bufio.Reader) bool {
+	return lengthBuffered(r, IdlenHeaderSize, c.maxBytes)
+}
+
 // ReadFrame reads one length-prefixed idlen frame. Everything that the
 // header alone decides (version, route 0 misuse) is checked before the body
 // is read or allocated.

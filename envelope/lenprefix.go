@@ -42,6 +42,9 @@ func (c *lenprefixFramer) MaxFrameBytes() int { return c.maxBytes }
 // MaxRouteID returns the largest route_id a wrapper may hold.
 func (c *lenprefixFramer) MaxRouteID() uint32 { return math.MaxUint32 }
 
+// Buffered reports whether r holds the next frame whole (Framer).
+func (c *lenprefixFramer) Buffered(r *bufio.Reader) bool { return lengthBuffered(r, 1, c.maxBytes) }
+
 // ReadFrame reads one length-prefixed wrapper. A wrapper that fits r's
 // buffer is parsed where it lies, with no copy; a longer one is read into a
 // buffer of exactly its length (bounded by max_frame_bytes).

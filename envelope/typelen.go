@@ -73,6 +73,11 @@ func (c *typelenFramer) MaxFrameBytes() int { return c.maxBytes }
 // MaxRouteID returns the largest u16.
 func (c *typelenFramer) MaxRouteID() uint32 { return MaxTypelenRouteID }
 
+// Buffered reports whether r holds the next frame whole (Framer).
+func (c *typelenFramer) Buffered(r *bufio.Reader) bool {
+	return lengthBuffered(r, TypelenHeaderSize, c.maxBytes)
+}
+
 // ReadFrame reads one length-prefixed typelen frame, checking the header
 // before the body is read or allocated.
 func (c *typelenFramer) ReadFrame(r *bufio.Reader) (Frame, error) {

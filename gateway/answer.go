@@ -3,11 +3,13 @@ package gateway
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/session"
 )
 
 // Respond queues a request's one answer to the session that sent it,
@@ -15,6 +17,40 @@ import (
 // A notify's outcome only gives its slot back. Both are counted in
 // shield_requests_total.
 func (g *Gateway) Respond(r *egress.Response) {
+	if s := g.respond(r); s != nil {
+		s.Wake()
+	}
+}
+
+var _ egress.BatchSink = (*Gateway)(nil)
+
+// RespondAll queues every answer of rs, then wakes each session they are
+// for once: a session's answers among them go out in one write (a
+// service's actor hands over the answers of one step so).
+func (g *Gateway) RespondAll(rs []*egress.Response) {
+	var wake [16]*session.Session // most steps answer a few sessions
+	woken := wake[:0]
+next:
+	for _, r := range rs {
+		s := g.respond(r)
+		if s == nil {
+			continue
+		}
+		for _, w := range woken {
+			if w == s {
+				continue next
+			}
+		}
+		woken = append(woken, s)
+	}
+	for _, s := range woken {
+		s.Wake()
+	}
+}
+
+// respond queues r's answer without waking the session's connection, and
+// returns the session to wake, or nil when nothing was queued.
+func (g *Gateway) respond(r *egress.Response) *session.Session {
 	// The descriptor is the authority on a route's name: an answer that
 	// does not carry it (a dead VM's unavailable) is still labelled by
 	// name, as SPEC §9 asks, and the legacy envelopes carry it.
@@ -50,20 +86,43 @@ func (g *Gateway) Respond(r *egress.Response) {
 		}
 	case r.Notify:
 		s.Release()
-	case !s.Answer(f):
+	case !s.AnswerLater(f):
 		s.Release() // the session closed meanwhile: nothing will write it
 		g.m.DroppedResponses.Inc()
+	default:
+		return s
 	}
+	return nil
 }
 
 // answerFrame is the frame of answer r on route (its name, for the legacy
-// envelopes).
+// envelopes), from answerFrames.
 func answerFrame(r *egress.Response, route string) *envelope.Frame {
+	f := answerFrames.Get().(*envelope.Frame)
 	if r.Err != nil {
-		return &envelope.Frame{Kind: envelope.Error, RouteID: r.RouteID, RequestID: r.RequestID, Route: route,
+		*f = envelope.Frame{Kind: envelope.Error, RouteID: r.RouteID, RequestID: r.RequestID, Route: route,
 			Code: string(r.Err.Code), Message: r.Err.Message}
+		return f
 	}
-	return &envelope.Frame{Kind: envelope.Response, RouteID: r.RouteID, RequestID: r.RequestID, Route: route, Body: r.Body}
+	*f = envelope.Frame{Kind: envelope.Response, RouteID: r.RouteID, RequestID: r.RequestID, Route: route, Body: r.Body}
+	return f
+}
+
+// answerFrames holds the frames of answers: an answer's frame is its
+// session's queue's alone, so once written (recycleAnswers) it serves the
+// next answer, and an answer costs no allocation of its own.
+var answerFrames = sync.Pool{New: func() any { return new(envelope.Frame) }}
+
+// recycleAnswers gives back the frames of the answers in a batch just
+// written, before the batch is handed back to its session (Written, which
+// looks at the frames of pushes only).
+func recycleAnswers(batch []session.Item) {
+	for _, it := range batch {
+		if it.Answer() {
+			*it.Frame = envelope.Frame{}
+			answerFrames.Put(it.Frame)
+		}
+	}
 }
 
 // tooLong replaces an answer longer than the listener's max_frame_bytes

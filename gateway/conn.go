@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
@@ -14,11 +15,13 @@ import (
 )
 
 // A connection's life: serve makes a session for it (bound to its
-// listener's entry service), runs the write loop on a goroutine of its own
-// and the read loop on serve's, and ends the session when either loop
-// ends, unless the session is suspended for a resume (SPEC §4) or was
-// taken over by another connection. The first frame may be a resume,
-// which swaps the fresh session for the one it names (resume.go).
+// listener's entry service), runs the read loop on serve's goroutine, and
+// ends the session when the read loop or a write fails, unless the
+// session is suspended for a resume (SPEC §4) or was taken over by another
+// connection. Writes happen when there is something to write, on the
+// goroutine that queued it or on a write loop started for it (write.go).
+// The first frame may be a resume, which swaps the fresh session for the
+// one it names (resume.go).
 
 // peer is the gateway's own state of one session, beside session.Session:
 // what every connection of the session shares.
@@ -31,18 +34,24 @@ type peer struct {
 	warnMu sync.Mutex           // guards warned
 	warned map[codes.Code]int64 // last unix second a drop of that reason was logged
 
-	authTimer *time.Timer // session.auth_timeout; nil when off
+	// authTimer is session.auth_timeout's timer: nil when off, and once the
+	// session is bound (dropped then, so that a logged-in session does not
+	// keep it).
+	authTimer atomic.Pointer[time.Timer]
 }
 
-// held is a frame the gate holds back, with its arrival time.
+// held is a frame the gate holds back, with its arrival time. It holds a
+// copy, so that the read loop's frame, which most frames never leave,
+// stays off the heap.
 type held struct {
-	f     *envelope.Frame
+	f     envelope.Frame
 	route routeOf
 	at    time.Time
 }
 
-// conn is one client connection. Its read loop owns bucket and beats; its
-// write loop is the only goroutine that writes frames to fc.
+// conn is one client connection. Its read loop owns bucket and beats; the
+// owner of its write side (write.go) is the only goroutine that writes
+// frames to fc.
 type conn struct {
 	g      *Gateway
 	l      *listener
@@ -50,17 +59,23 @@ type conn struct {
 	p      *peer
 	att    *session.Attachment
 	bucket *ingress.Bucket // session.rate_limit
-	beats  *ingress.Bucket // heartbeats echoed: 10 a second (SPEC §5)
+	beats  *ingress.Bucket // heartbeats echoed: 10 a second (SPEC §5); made at the first heartbeat
 	over   int             // heartbeats over beats since the read loop last paused
 	first  bool            // no frame read yet: it may be a resume
+	out    deliveries      // the frames admitted since the last read, for their services (read.go)
 
 	endMu  sync.Mutex // guards ended, and the end's decision
 	ended  bool
 	parted *envelope.Frame // the notice owed on a connection whose session was suspended
 
-	greeting   *envelope.Frame // written first by the next write loop (session.resumed)
-	writerDone chan struct{}
-	slot       bool // the connection holds its max_sessions slot
+	greeting *envelope.Frame // written first by the next write loop (session.resumed)
+	slot     bool            // the connection holds its max_sessions slot
+
+	// The write side (write.go): its state, and what its owner keeps.
+	wstate atomic.Int32
+	direct bool           // fc.Direct: the owner may write without the write loop
+	batch  []session.Item // the owner's scratch
+	writes sync.WaitGroup // one while the write side of this attachment has not ended (endWrites)
 }
 
 // serve runs one connection, whatever its transport, until it closes. It
@@ -68,8 +83,7 @@ type conn struct {
 // hands to its session when the session is suspended.
 func (g *Gateway) serve(l *listener, fc frameConn) {
 	c := &conn{g: g, l: l, fc: fc, first: true, slot: true,
-		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst),
-		beats:  ingress.NewBucket(ingress.HeartbeatsPerSecond, ingress.HeartbeatsPerSecond)}
+		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst)}
 	defer func() {
 		if c.slot {
 			g.live.Add(-1)
@@ -81,15 +95,16 @@ func (g *Gateway) serve(l *listener, fc frameConn) {
 		fc.Close(session.Closed)
 		return
 	}
+	c.direct = fc.Direct()
 	c.attach(p, p.s.Attachment())
 	if g.isDraining() {
 		p.s.Close(session.Draining, drainNotice())
 	}
-	c.startWriter()
 	reason, notice := c.readLoop()
+	c.out.flush() // what was admitted before the loop ended is delivered
 	c.end(reason, notice)
-	<-c.writerDone
-	fc.Close(reason) // the write loop closed it already, with the session's first reason
+	c.writes.Wait()  // the session's end woke the write side: its teardown or part
+	fc.Close(reason) // closed already, with the session's first reason
 }
 
 // newPeer makes a session for a new connection on l: a random id, its
@@ -104,36 +119,48 @@ func (g *Gateway) newPeer(l *listener, remote string) (*peer, error) {
 		p := &peer{g: g, l: l}
 		p.s = session.New(id, remote, l.profile, session.Binding{Target: target, Gateway: g.name}, g.limits,
 			session.Hooks{Closed: p.closed, Answered: p.answered})
+		p.s.Owner = p
 		if !g.sessions.Add(p.s) {
 			continue // another session drew the same random id meanwhile
 		}
 		g.m.Sessions.Inc()
-		g.peersMu.Lock()
-		g.peers[id] = p
-		g.peersMu.Unlock()
 		if d := g.cfg.Session.AuthTimeout; d > 0 {
 			s := p.s
-			p.authTimer = time.AfterFunc(d, func() {
+			p.authTimer.Store(time.AfterFunc(d, func() {
 				if !s.Authenticated() {
 					s.Close(session.AuthTimeout, &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionAuthTimeout),
 						Message: "no login within " + d.String()})
 				}
-			})
+			}))
 		}
 		return p, nil
 	}
 }
 
-// peerOf returns the peer of a live session.
-func (g *Gateway) peerOf(s *session.Session) *peer {
-	g.peersMu.Lock()
-	defer g.peersMu.Unlock()
-	return g.peers[s.ID]
+// stopAuthTimer stops and drops the session's auth_timeout timer, if any:
+// the session closed, or is bound to a player.
+func (p *peer) stopAuthTimer() {
+	if t := p.authTimer.Swap(nil); t != nil {
+		t.Stop()
+	}
 }
 
-// attach makes p the connection's session, through att.
+// peerOf returns the peer of a live session, nil for a closed one.
+func peerOf(s *session.Session) *peer {
+	if closed, _ := s.Closed(); closed {
+		return nil
+	}
+	p, _ := s.Owner.(*peer)
+	return p
+}
+
+// attach makes p the connection's session, through att, with an idle
+// write side that the session wakes from now on.
 func (c *conn) attach(p *peer, att *session.Attachment) {
 	c.p, c.att = p, att
+	c.writes.Add(1)
+	c.wstate.Store(writeIdle)
+	p.s.Wakes(att, c.kick)
 }
 
 // closed is every session's Closed hook: it runs once, after the session's
@@ -144,14 +171,7 @@ func (p *peer) closed(s *session.Session, b session.Binding, r session.Reason) {
 	g := p.g
 	g.sessions.Remove(s, b)
 	g.m.Sessions.Dec()
-	g.peersMu.Lock()
-	if g.peers[s.ID] == p {
-		delete(g.peers, s.ID)
-	}
-	g.peersMu.Unlock()
-	if p.authTimer != nil {
-		p.authTimer.Stop()
-	}
+	p.stopAuthTimer()
 	p.gate.Drop(func(held) { s.Release() })
 	if s.Suspended() {
 		g.m.SessionsSuspended.Dec()
@@ -196,45 +216,102 @@ func (c *conn) end(r session.Reason, notice *envelope.Frame) {
 }
 
 // readLoop reads frames until the connection ends and says why.
+//
+// session.idle_timeout is one deadline per frame, not per read: a client
+// trickling bytes without finishing a frame is idle too. The next frame is
+// owed by want, idle_timeout after the last one was read. Setting the
+// socket's deadline for every frame cost a timer update each; the loop
+// keeps the deadline it set last as long as it is no later than want and
+// the wait ahead can be retried (a stream's Wait, which reads nothing when
+// it times out), and sets it to want exactly when the deadline runs out
+// early, or before a read that could stop inside a frame. A frame whole in
+// the buffer needs no read, and no deadline. One clock reading serves the
+// frames of one read.
 func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 	idle := c.g.cfg.Session.IdleTimeout
+	now := time.Now()      // when the last read that brought frames returned
+	var deadline time.Time // the socket's read deadline, as last set
+	set := func(t time.Time) error {
+		if t.Equal(deadline) {
+			return nil
+		}
+		deadline = t
+		return c.fc.SetReadDeadline(t)
+	}
 	for {
-		// One deadline per frame, not per read: a client trickling bytes
-		// without finishing a frame is idle too.
-		if err := c.fc.SetReadDeadline(time.Now().Add(idle)); err != nil {
-			return session.Closed, nil
+		want := now.Add(idle)
+		fr := c.framer()
+		waited := false
+		if !c.fc.Buffered(fr) {
+			// The loop is about to read: the frames of the last read go
+			// to their services first.
+			c.out.flush()
+			if deadline.IsZero() || !c.fc.RetryWait() {
+				if err := set(want); err != nil {
+					return session.Closed, nil
+				}
+			}
+			if err := c.fc.Wait(); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) && c.fc.RetryWait() && !deadline.Equal(want) {
+					// The deadline of an earlier frame: this one has until want.
+					if err := set(want); err != nil {
+						return session.Closed, nil
+					}
+					continue
+				}
+				return c.readError(err)
+			}
+			// The cap is the session's when the frame begins to arrive.
+			fr = c.framer()
+			if !c.fc.Buffered(fr) {
+				if err := set(want); err != nil { // the read may stop inside the frame
+					return session.Closed, nil
+				}
+			}
+			waited = true
 		}
-		// The cap is the session's when the frame begins to arrive.
-		if err := c.fc.Wait(); err != nil {
-			return c.readError(err)
-		}
-		f, err := c.fc.ReadFrame(c.framer())
+		f, err := c.fc.ReadFrame(fr)
 		if err != nil {
 			return c.readError(err)
 		}
-		first := c.first
-		c.first = false
-		if f.Kind == envelope.Heartbeat {
-			if f.Token != "" {
-				if !first {
-					return c.protocolError(&envelope.ProtocolError{Reason: envelope.ReasonBadSystemFrame,
-						Detail: "a resume that is not the connection's first frame"})
-				}
-				c.resume(f.Token)
-			} else if !c.heartbeat(time.Now()) {
-				return session.RateLimited, rateLimitedNotice()
-			}
-		} else {
-			c.p.frame(&f, time.Now(), c.bucket)
+		if waited {
+			now = time.Now() // the frame has arrived: its budget counts from here
 		}
-		select {
-		case <-c.p.s.Done():
-			return session.Closed, nil // the first reason was recorded already
-		case <-c.att.Gone():
-			return session.Closed, nil // suspended or taken over: nothing more to read
-		default:
+		if reason, notice, end := c.handle(&f, now); end {
+			return reason, notice
 		}
 	}
+}
+
+// handle takes one frame the read loop read at now; end says the loop
+// ends, why, and with what notice.
+func (c *conn) handle(f *envelope.Frame, now time.Time) (session.Reason, *envelope.Frame, bool) {
+	first := c.first
+	c.first = false
+	if f.Kind == envelope.Heartbeat {
+		if f.Token != "" {
+			if !first {
+				r, n := c.protocolError(&envelope.ProtocolError{Reason: envelope.ReasonBadSystemFrame,
+					Detail: "a resume that is not the connection's first frame"})
+				return r, n, true
+			}
+			c.out.flush() // nothing here yet (a resume is the first frame), but the session changes
+			c.resume(f.Token)
+		} else if !c.heartbeat(now) {
+			return session.RateLimited, rateLimitedNotice(), true
+		}
+	} else {
+		c.p.frame(f, now, c.bucket, &c.out)
+	}
+	select {
+	case <-c.p.s.Done():
+		return session.Closed, nil, true // the first reason was recorded already
+	default:
+	}
+	if c.att.Gone() {
+		return session.Closed, nil, true // suspended or taken over: nothing more to read
+	}
+	return "", nil, false
 }
 
 // framer decodes the next frame: with the listener's max_frame_bytes, or
@@ -259,6 +336,9 @@ func (c *conn) framer() envelope.Framer {
 // read loop stops reading for beatPause: the client's socket fills, and
 // it sends no faster than the gateway drops (about 1,000 a second).
 func (c *conn) heartbeat(now time.Time) bool {
+	if c.beats == nil { // most sessions of most games never send one
+		c.beats = ingress.NewBucket(ingress.HeartbeatsPerSecond, ingress.HeartbeatsPerSecond)
+	}
 	ok, flood := c.beats.Take(now)
 	if ok && c.p.s.Echo() {
 		return true

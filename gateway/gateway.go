@@ -33,7 +33,8 @@ import (
 type Services interface {
 	// Deliver puts a client frame on its target's business lane, or
 	// refuses it: busy (lane full), unavailable (no running VM, no live
-	// host).
+	// host). A frame it takes is no longer the gateway's: whoever answers
+	// it may give it back for reuse (ingress.ClientIngress.Release).
 	Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.Error
 	// Control puts a session lifecycle message (ingress.Bound, Suspended,
 	// Resumed, Disconnected) on its target's control lane; it is never
@@ -68,13 +69,11 @@ type Gateway struct {
 	live      atomic.Int64 // connections and suspended sessions, for max_sessions
 	listeners []*listener
 
-	peersMu sync.Mutex // guards peers
-	peers   map[uint64]*peer
-
 	mu       sync.Mutex // guards draining
 	draining bool
 	accepts  sync.WaitGroup // accept loops (for ws: the HTTP servers' Serve)
 	conns    sync.WaitGroup // connection goroutines
+	writers  writers        // the push writers (writers.go)
 
 	// stop ends when the gateway stops accepting: TLS handshakes in
 	// progress are abandoned then.
@@ -100,7 +99,6 @@ func New(o Options) (*Gateway, error) {
 		m:        o.Metrics,
 		log:      o.Logger,
 		sessions: session.NewRegistry(),
-		peers:    map[uint64]*peer{},
 		limits:   session.Limits{MaxInflight: sc.MaxInflight, Outbound: sc.OutboundQueue, OutboundBytes: sc.OutboundQueueBytes},
 	}
 	g.edge.Store(o.Table.Edge())
@@ -163,6 +161,7 @@ func (g *Gateway) Addr(name string) net.Addr {
 
 // Serve starts accepting on every listener and returns at once.
 func (g *Gateway) Serve() {
+	g.writers.start()
 	for _, l := range g.listeners {
 		g.accepts.Add(1)
 		switch l.cfg.Transport {
@@ -233,12 +232,13 @@ func (g *Gateway) Idle() bool { return g.sessions.Len() == 0 }
 
 // CloseAll ends the drain: every session left gets the gateway.draining
 // notice and is closed (a suspended one at once), and CloseAll returns
-// when every connection goroutine has exited.
+// when every connection goroutine and push writer has exited.
 func (g *Gateway) CloseAll() {
 	for _, s := range g.sessions.All() {
 		s.Close(session.Draining, drainNotice())
 	}
 	g.conns.Wait()
+	g.writers.close() // no connection is left to write for
 }
 
 // Shutdown drains: StopAccepting, then live sessions go on until they

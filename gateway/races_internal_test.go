@@ -126,7 +126,7 @@ func TestFrameOneBindingSnapshot(t *testing.T) {
 	deadline := time.Now().Add(time.Second)
 	for i := 0; time.Now().Before(deadline) && mismatches.Load() == 0; i++ {
 		f := envelope.Frame{Kind: envelope.Notify, RouteID: 1}
-		p.frame(&f, time.Now(), nil)
+		p.frame(&f, time.Now(), nil, nil)
 		s.Release() // the fake service never answers
 	}
 	close(stop)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/descriptor"
+	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/envelope"
 	"github.com/shieldrpc/shield/ingress"
 	"github.com/shieldrpc/shield/session"
@@ -17,8 +18,10 @@ type routeOf = *descriptor.EdgeRoute
 // frame takes one request or notify through SPEC §5 (ingress.Admit): the
 // gate of an unauthenticated session first, which may hold the frame back
 // for the answer of an earlier request; then the edge table, whose last
-// row hands it to the session's target.
-func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket) {
+// row hands it to the session's target, through out: the read loop's
+// deliveries, which it hands over once the frames of its read are all
+// judged (deliveries.flush).
+func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket, out *deliveries) {
 	// Resolve the route first (route_id wins; a legacy frame may name it
 	// instead), so that every error frame, the edge's own included,
 	// carries the route's id and name as the request's answer would.
@@ -36,36 +39,39 @@ func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket) {
 			p.refuse(f, v)
 			return
 		}
-		if p.gate.Push(held{f: f, route: r, at: now}) {
+		if p.gate.Push(held{f: *f, route: r, at: now}) {
 			p.gate.Release(p.admitHeld) // the gate opened before the frame was queued
 		}
 		return
 	}
-	p.admit(f, r, now, bucket, false)
+	p.admit(f, r, now, bucket, false, out)
 }
 
-// admitHeld admits a frame the gate held, now that it may go.
+// admitHeld admits a frame the gate held, now that it may go: delivered at
+// once, on the goroutine whose answer opened the gate.
 func (p *peer) admitHeld(h held) {
 	if closed, _ := p.s.Closed(); closed {
 		p.s.Release()
 		return
 	}
-	p.admit(h.f, h.route, h.at, nil, true)
+	p.admit(&h.f, h.route, h.at, nil, true, nil)
 }
 
 // admit runs the edge table on f against one snapshot of the binding: the
 // auth check, the ref the service sees and the target it goes to agree
 // even when a bind moves the session meanwhile. bucket is nil and holding
 // true for a frame the gate held (its token and slot were taken on
-// arrival).
-func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingress.Bucket, holding bool) {
+// arrival). With out, the delivery waits in it (Admit's last row is then
+// judged when out is flushed); without, it happens at once.
+func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingress.Bucket, holding bool, out *deliveries) {
 	s := p.s
 	b := s.Binding()
 	notify := f.Kind == envelope.Notify
 	claimed := false
 	v := ingress.Admit(ingress.Frame{Route: r, Notify: notify, Authenticated: b.PlayerID != "", Bucket: bucket,
 		Now: now, Holding: holding}, s, func() *codes.Error {
-		in := &ingress.ClientIngress{
+		in := ingress.NewClientIngress() // given back by the VM that answers it
+		*in = ingress.ClientIngress{
 			Client: ingress.ClientContext{
 				Ref:        b.Ref(s.ID),
 				Route:      r.Name,
@@ -86,6 +92,10 @@ func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingres
 				claimed = true
 			}
 		}
+		if out != nil {
+			out.add(delivery{p: p, target: b.Target, in: in, f: frameHead(f), claimed: claimed})
+			return nil
+		}
 		return p.g.svc.Deliver(b.Target, in)
 	})
 	if v.Code == "" {
@@ -95,6 +105,94 @@ func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingres
 		p.gate.Release(p.admitHeld) // refused: no answer will open the gate
 	}
 	p.refuse(f, v)
+}
+
+// deliveries are the frames a read loop admitted since it last read: they
+// go to their services together, once every frame of the read has been
+// judged, so that each of them takes its max_inflight slot (and, before
+// login, its place behind the gate) as it arrives, before the service
+// could answer the first (SPEC §5: frames count when they arrive); and so
+// that the services get a read's frames in one go.
+type deliveries struct {
+	items []delivery
+	ins   []*ingress.ClientIngress // flush's scratch
+}
+
+// delivery is one admitted frame waiting in deliveries, with what its
+// refusal needs: its session, its frame without the body (which the
+// ingress holds), and whether it claimed the gate.
+type delivery struct {
+	p       *peer
+	target  egress.ActorID
+	in      *ingress.ClientIngress
+	f       envelope.Frame
+	claimed bool
+}
+
+func (d *deliveries) add(x delivery) { d.items = append(d.items, x) }
+
+// flush delivers every frame waiting, in arrival order: each run of frames
+// for one target in one hand-off when the services take them so
+// (allDeliverer). A refusal (the target's lane full, no running VM) is
+// Admit's last row failing: the frame's slot is given back, a gate it
+// claimed opens, and the request gets its error frame.
+func (d *deliveries) flush() {
+	for i := 0; i < len(d.items); {
+		x := &d.items[i]
+		all, ok := x.p.g.svc.(allDeliverer)
+		if !ok {
+			if err := x.p.g.svc.Deliver(x.target, x.in); err != nil {
+				x.refused(err)
+			}
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(d.items) && d.items[j].target == x.target {
+			j++
+		}
+		ins := d.ins[:0]
+		for k := i; k < j; k++ {
+			ins = append(ins, d.items[k].in)
+		}
+		n, err := all.DeliverAll(x.target, ins)
+		for k := i + n; k < j; k++ {
+			d.items[k].refused(err)
+		}
+		clear(ins)
+		d.ins = ins[:0]
+		i = j
+	}
+	clear(d.items)
+	d.items = d.items[:0]
+	if cap(d.items) > 256 {
+		d.items, d.ins = nil, nil // a burst should not pin its arrays on an idle session
+	}
+}
+
+// refused undoes the admission of a frame its target refused.
+func (x *delivery) refused(err *codes.Error) {
+	x.in.Release() // never delivered: still the gateway's
+	x.p.s.Release()
+	v := ingress.Refused(err, x.f.Kind == envelope.Notify)
+	if x.claimed {
+		x.p.gate.Release(x.p.admitHeld)
+	}
+	x.p.refuse(&x.f, v)
+}
+
+// allDeliverer is a Services that takes several frames for one target in
+// one hand-off (*service.Runtime): it takes the first ones the target has
+// room for and says how many, and why not the rest.
+type allDeliverer interface {
+	DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (int, *codes.Error)
+}
+
+// frameHead is f without its body: what a refusal needs to answer it.
+func frameHead(f *envelope.Frame) envelope.Frame {
+	h := *f
+	h.Body = nil
+	return h
 }
 
 // answered is the session's Answered hook: a request's answer goes out,

@@ -26,17 +26,17 @@ func (c *conn) resume(token string) {
 		c.resumeFailed(err.Message)
 		return
 	}
-	p := g.peerOf(s)
+	p := peerOf(s)
 	if p == nil {
 		c.resumeFailed("the session has ended") // it closed as it was resumed
 		return
 	}
-	// Hand the connection over: the fresh session's write loop leaves the
+	// Hand the connection over: the fresh session's write side leaves the
 	// connection alone when its session ends as Replaced.
 	fresh := c.p.s
 	fresh.Close(session.Replaced, nil)
-	<-c.writerDone
-	c.attach(p, att)
+	c.writes.Wait() // the fresh session's write side is done: the connection is free
+	c.greeting = &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionResumed)}
 	if wasSuspended {
 		// The suspended session held a max_sessions slot; this
 		// connection brought its own.
@@ -44,9 +44,9 @@ func (c *conn) resume(token string) {
 		g.live.Add(-1)
 	}
 	g.m.SessionResumes.WithLabelValues("ok").Inc()
-	tok := g.sessions.IssueToken(s, g.name)
-	c.greeting = &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionResumed), Token: tok}
-	c.startWriter()
+	c.greeting.Token = g.sessions.IssueToken(s, g.name)
+	c.attach(p, att)
+	c.kick(false) // the write loop writes the greeting, then what was queued
 	b := s.Binding()
 	g.svc.Control(b.Target, &ingress.Resumed{Ref: b.Ref(s.ID), RemoteAddr: s.RemoteAddr})
 }

@@ -10,7 +10,7 @@ import (
 
 // Push runs SPEC §7's table (egress.CheckRoute, then egress.Check for each
 // target) and queues one shared frame per body codec to the targets that
-// pass.
+// pass; the gateway's push writers write them (writers.go).
 func (g *Gateway) Push(p *egress.Push) []codes.Code {
 	out := make([]codes.Code, len(p.Targets))
 	r := g.edge.Load().Lookup(p.RouteID)
@@ -90,6 +90,9 @@ func (g *Gateway) Bind(b *egress.BindRequest, done egress.BindDone) {
 // (client_bound) before any frame of the new epoch can reach it.
 func (g *Gateway) bound(s *session.Session, b session.Binding) {
 	g.svc.Control(b.Target, &ingress.Bound{Ref: b.Ref(s.ID), RemoteAddr: s.RemoteAddr})
+	if p, _ := s.Owner.(*peer); p != nil { // not peerOf: this runs under the session's lock
+		p.stopAuthTimer() // a bound session has a player_id for good
+	}
 }
 
 // Kick closes the session ref names, with a session.kicked notice whose

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/shieldrpc/shield/envelope"
@@ -33,6 +35,15 @@ type frameConn interface {
 	// SetReadDeadline bounds the next ReadFrame: session.idle_timeout is a
 	// deadline per frame, not per read.
 	SetReadDeadline(t time.Time) error
+	// Buffered reports whether the next frame is whole in the
+	// connection's buffer, so that ReadFrame with fr reads nothing more
+	// (and needs no deadline). A WebSocket does not know: false.
+	Buffered(fr envelope.Framer) bool
+	// RetryWait reports whether a Wait that failed on the read deadline
+	// may be called again, having consumed nothing: a stream's may (its
+	// read loop then sets the deadline only when one runs out, not for
+	// every frame); a WebSocket's connection is broken by it.
+	RetryWait() bool
 	// SetWriteDeadline bounds the writes of one batch (session.write_timeout).
 	SetWriteDeadline(t time.Time) error
 	// WriteFrame adds f to the current batch. An error wrapping
@@ -45,6 +56,17 @@ type frameConn interface {
 	BatchBytes() int
 	// Flush ends the batch: whatever WriteFrame buffered is written.
 	Flush() error
+	// Direct reports whether TryFlush can write at all (a plain TCP
+	// connection): only then may the owner of the write side write
+	// without the write loop.
+	Direct() bool
+	// TryFlush writes as much of the batch as the transport takes without
+	// waiting and reports whether all of it went out; the rest stays for
+	// Flush. An error is the connection's.
+	TryFlush() (bool, error)
+	// Release gives back the batch's buffer once it is empty, so that an
+	// idle connection holds none.
+	Release()
 	// Close ends the connection and wakes a blocked ReadFrame. r is why
 	// the session ended: a transport that can say goodbye (a WebSocket
 	// close frame, a TLS close_notify) does so unless r says the peer is
@@ -58,44 +80,129 @@ type frameConn interface {
 // queued when it wakes, up to about this many bytes.
 const batchBytes = 64 << 10
 
-// readBufferSize is enough for typical game frames in one read while
-// keeping an idle session small.
+// readBufferSize is enough for typical game frames in one read. A
+// connection holds such a buffer only while bytes of a frame are buffered
+// (streamConn.Wait): an idle session holds none.
 const readBufferSize = 4096
+
+// probeSize is the read an idle connection waits in: the only buffer it
+// holds. A small request fits whole, so that at one request in flight a
+// frame costs one read; a batch of requests costs one more read.
+const probeSize = 128
+
+// readers holds the read buffers of connections that are reading frames;
+// writeBuffers the encoding buffers of connections that are writing.
+var (
+	readers      = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
+	writeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, readBufferSize); return &b }}
+)
 
 // streamConn is a TCP or TLS connection carrying the envelope's bytes as
 // they are: frames are read through a bufio.Reader with the codec's
 // ReadFrame and written in batches, every frame of a batch appended to one
-// buffer and written with one Write.
+// buffer and written with one Write. Both buffers are borrowed from pools
+// while in use only; an idle connection waits in a read into probe.
 type streamConn struct {
-	nc    net.Conn // *net.TCPConn or *tls.Conn
-	br    *bufio.Reader
+	nc    net.Conn        // *net.TCPConn or *tls.Conn
+	raw   syscall.RawConn // a TCP connection's, for TryFlush; nil under TLS
 	codec envelope.Framer
-	wbuf  []byte // the current batch, encoded
 
-	// closed makes Close idempotent. Only the write loop and, after it
-	// ended, the connection's teardown call Close, so it needs no lock.
+	br    *bufio.Reader // borrowed from readers while bytes are buffered; nil when idle
+	src   probeReader   // what br reads from: the probe's bytes, then nc
+	probe [probeSize]byte
+
+	wb *[]byte // the current batch, encoded; borrowed from writeBuffers; nil when empty
+
+	// TryFlush's write, made once so that a try allocates nothing.
+	try    func(fd uintptr) bool
+	tryN   int
+	tryErr error
+
+	// closed makes Close idempotent. Only the owner of the write side
+	// (gateway/write.go) and, after the write side ended, the
+	// connection's teardown call Close, so it needs no lock.
 	closed bool
 }
 
 var _ frameConn = (*streamConn)(nil)
 
 func newStreamConn(nc net.Conn, codec envelope.Framer) *streamConn {
-	return &streamConn{nc: nc, br: bufio.NewReaderSize(nc, readBufferSize), codec: codec}
+	s := &streamConn{nc: nc, codec: codec}
+	s.src.nc = nc
+	if sc, ok := nc.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			s.raw = raw
+			s.try = func(fd uintptr) bool {
+				s.tryN, s.tryErr = writeOnce(int(fd), *s.wb)
+				return true // one attempt: never wait for the socket
+			}
+		}
+	}
+	return s
 }
 
-// Wait blocks until a byte of the next frame is buffered.
+// probeReader is what a connection's bufio.Reader reads: the bytes the
+// probe read (and its error), then the connection.
+type probeReader struct {
+	nc      net.Conn
+	pending []byte
+	err     error
+}
+
+func (p *probeReader) Read(b []byte) (int, error) {
+	if len(p.pending) > 0 {
+		n := copy(b, p.pending)
+		p.pending = p.pending[n:]
+		return n, nil
+	}
+	if p.err != nil {
+		err := p.err
+		p.err = nil
+		return 0, err
+	}
+	return p.nc.Read(b)
+}
+
+// Wait blocks until a byte of the next frame is buffered. A connection
+// with nothing buffered gives its read buffer back and waits in a read
+// into probe, so that an idle session holds no buffer.
 func (s *streamConn) Wait() error {
-	if _, err := s.br.Peek(1); err != nil {
-		if err == io.EOF {
-			return io.EOF
+	if s.br != nil {
+		if s.br.Buffered() > 0 {
+			return nil
+		}
+		s.br.Reset(nil)
+		readers.Put(s.br)
+		s.br = nil
+	}
+	n, err := s.nc.Read(s.probe[:])
+	if n == 0 {
+		if err == nil {
+			err = io.ErrNoProgress
 		}
 		return err
 	}
+	s.src.pending, s.src.err = s.probe[:n], err
+	s.br = readers.Get().(*bufio.Reader)
+	s.br.Reset(&s.src)
 	return nil
 }
 
+// Buffered reports whether the next frame is whole in the read buffer.
+func (s *streamConn) Buffered(fr envelope.Framer) bool { return s.br != nil && fr.Buffered(s.br) }
+
+// RetryWait is true: a Wait that times out has read nothing.
+func (s *streamConn) RetryWait() bool { return true }
+
 // ReadFrame reads one frame with the stream framing of the envelope.
-func (s *streamConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) { return fr.ReadFrame(s.br) }
+func (s *streamConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) {
+	if s.br == nil {
+		if err := s.Wait(); err != nil {
+			return envelope.Frame{}, err
+		}
+	}
+	return fr.ReadFrame(s.br)
+}
 
 // SetReadDeadline sets the socket's read deadline.
 func (s *streamConn) SetReadDeadline(t time.Time) error { return s.nc.SetReadDeadline(t) }
@@ -105,28 +212,87 @@ func (s *streamConn) SetWriteDeadline(t time.Time) error { return s.nc.SetWriteD
 
 // WriteFrame appends f to the batch; nothing is written until Flush.
 func (s *streamConn) WriteFrame(f *envelope.Frame) error {
-	out, err := s.codec.AppendFrame(s.wbuf, f)
+	if s.wb == nil {
+		s.wb = writeBuffers.Get().(*[]byte)
+	}
+	out, err := s.codec.AppendFrame(*s.wb, f)
 	if err != nil {
 		return err
 	}
-	s.wbuf = out
+	*s.wb = out
 	return nil
 }
 
 // BatchBytes is the size of the encoded batch.
-func (s *streamConn) BatchBytes() int { return len(s.wbuf) }
+func (s *streamConn) BatchBytes() int {
+	if s.wb == nil {
+		return 0
+	}
+	return len(*s.wb)
+}
 
 // Flush writes the batch in one Write.
 func (s *streamConn) Flush() error {
-	if len(s.wbuf) == 0 {
+	if s.wb == nil || len(*s.wb) == 0 {
 		return nil
 	}
-	_, err := s.nc.Write(s.wbuf)
-	s.wbuf = s.wbuf[:0]
-	if cap(s.wbuf) > 4*batchBytes {
-		s.wbuf = nil // one huge frame should not pin its buffer
-	}
+	_, err := s.nc.Write(*s.wb)
+	*s.wb = (*s.wb)[:0]
 	return err
+}
+
+// Direct reports whether TryFlush can write: on a plain TCP connection.
+func (s *streamConn) Direct() bool { return s.raw != nil }
+
+// TryFlush writes as much of the batch as the socket takes now, in one
+// write that never waits, and reports whether all of it went out; what
+// did not stays for Flush.
+func (s *streamConn) TryFlush() (bool, error) {
+	if s.wb == nil || len(*s.wb) == 0 {
+		return true, nil
+	}
+	if s.raw == nil {
+		return false, nil
+	}
+	if err := s.raw.Write(s.try); err != nil {
+		return false, err
+	}
+	if s.tryErr != nil {
+		return false, s.tryErr
+	}
+	b := *s.wb
+	n := copy(b, b[s.tryN:])
+	*s.wb = b[:n]
+	return n == 0, nil
+}
+
+// writeOnce is one non-blocking write(2) of b: the bytes written, 0 when
+// the socket takes none now.
+func writeOnce(fd int, b []byte) (int, error) {
+	for {
+		n, err := syscall.Write(fd, b)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, err
+		}
+		return n, nil
+	}
+}
+
+// Release gives an empty batch buffer back, so that an idle session holds
+// none.
+func (s *streamConn) Release() {
+	if s.wb == nil || len(*s.wb) > 0 {
+		return
+	}
+	if cap(*s.wb) <= 4*batchBytes { // one huge frame should not pin its buffer
+		writeBuffers.Put(s.wb)
+	}
+	s.wb = nil
 }
 
 // Close closes the socket. A TLS connection sends close_notify first

@@ -112,6 +112,12 @@ func (w *wsConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) {
 	return f, nil
 }
 
+// Buffered is false: the library's buffer is its own.
+func (w *wsConn) Buffered(envelope.Framer) bool { return false }
+
+// RetryWait is false: a read that times out breaks the WebSocket.
+func (w *wsConn) RetryWait() bool { return false }
+
 // Wait blocks until the next message has begun to arrive.
 func (w *wsConn) Wait() error {
 	typ, r, err := w.ws.Reader(context.Background())
@@ -226,6 +232,16 @@ func (w *wsConn) Flush() error {
 	w.batch = 0
 	return nil
 }
+
+// Direct is false: the library writes a message only by waiting for the
+// socket, so every write goes through the write loop.
+func (w *wsConn) Direct() bool { return false }
+
+// TryFlush reports whether the batch is written: it always is.
+func (w *wsConn) TryFlush() (bool, error) { return true, nil }
+
+// Release drops the encoding buffer, so that an idle session holds none.
+func (w *wsConn) Release() { w.wbuf = nil }
 
 // Close sends a close frame with a status for r (or for the protocol error
 // that ended the read loop) and waits up to closeWait for the peer's; a

@@ -95,13 +95,22 @@ func Admit(f Frame, s Session, deliver func() *codes.Error) Verdict {
 	}
 	if err := deliver(); err != nil {
 		s.Release()
-		v := Verdict{Code: err.Code, Message: err.Message, Answer: !f.Notify}
-		if err.Code == codes.Busy {
-			v.Limit = "mailbox"
-		}
-		return v
+		return Refused(err, f.Notify)
 	}
 	return Verdict{}
+}
+
+// Refused is the verdict of the table's last row failing: the target
+// refused the frame with err (busy for a full business lane, unavailable).
+// Admit judges the row as it delivers; a caller that hands frames over
+// later (the gateway delivers the frames of one read together) judges it
+// with Refused then, having given the frame's slot back.
+func Refused(err *codes.Error, notify bool) Verdict {
+	v := Verdict{Code: err.Code, Message: err.Message, Answer: !notify}
+	if err.Code == codes.Busy {
+		v.Limit = "mailbox"
+	}
+	return v
 }
 
 // checkRoute is the table's first four rows, the descriptor's, for a

@@ -10,6 +10,7 @@
 package ingress
 
 import (
+	"sync"
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
@@ -45,6 +46,26 @@ type ClientIngress struct {
 	Reply string
 }
 
+// ingresses holds ClientIngress values for reuse: the gateway takes one
+// for every client frame (NewClientIngress), and the VM that answers it
+// gives it back (Release), so that a frame's trip through its service
+// costs no allocation for it.
+var ingresses = sync.Pool{New: func() any { return new(ClientIngress) }}
+
+// NewClientIngress returns a zero ClientIngress, perhaps one a service
+// gave back.
+func NewClientIngress() *ClientIngress { return ingresses.Get().(*ClientIngress) }
+
+// Release gives in back for reuse. Whoever a frame was delivered to calls
+// it once the frame is answered (or its notify has ended) and nothing of
+// in is used any more: the values it made from in (its answer, the body
+// decoded, a client's copy of the ClientContext) share only immutable
+// strings with it. A frame never delivered is simply dropped.
+func (in *ClientIngress) Release() {
+	*in = ClientIngress{}
+	ingresses.Put(in)
+}
+
 // Notify reports whether the frame expects no answer.
 func (in *ClientIngress) Notify() bool { return in.Client.RequestID == 0 }
 
@@ -53,8 +74,15 @@ func (in *ClientIngress) Notify() bool { return in.Client.RequestID == 0 }
 // decode failure, a stale frame, a dead VM) builds it here, so the
 // pairing of answer and request is made in one place.
 func (in *ClientIngress) Answer(service string, body []byte, err *codes.Error) *egress.Response {
+	r := in.AnswerValue(service, body, err)
+	return &r
+}
+
+// AnswerValue is Answer as a value, for a Sink that takes it so
+// (egress.ValueSink).
+func (in *ClientIngress) AnswerValue(service string, body []byte, err *codes.Error) egress.Response {
 	c := &in.Client
-	return &egress.Response{SessionID: c.Ref.SessionID, RouteID: c.RouteID, RequestID: c.RequestID,
+	return egress.Response{SessionID: c.Ref.SessionID, RouteID: c.RouteID, RequestID: c.RequestID,
 		Body: body, Err: err, Notify: in.Notify(), Service: service, Route: c.Route, Received: in.Received, Reply: in.Reply}
 }
 

@@ -28,8 +28,8 @@ local DONE, WAIT, isgo, gpcall, gxpcall = ...
 local create, resume, yield, status = coroutine.create, coroutine.resume, coroutine.yield, coroutine.status
 local select, error, type = select, error, type
 
-local function loop(...)
-  return loop(yield(DONE, (...)(select(2, ...))))
+local function loop(f, ...)
+  return loop(yield(DONE, f(...)))
 end
 
 local function step(co, ok, ...)

@@ -53,11 +53,14 @@ func (vm *VM) budgetFrom(received time.Time) time.Time {
 
 // HandleIngress runs the route's handler for a client frame (SPEC §4, §6).
 // A request gets exactly one answer through the gateway, whatever
-// happens; a notify never gets one, but its outcome is reported too.
+// happens; a notify never gets one, but its outcome is reported too. in is
+// the VM's from now on: it is given back (ingress.ClientIngress.Release)
+// once answered.
 func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 	c := &in.Client
 	now := time.Now()
-	t := &task{in: in, deadline: vm.budgetFrom(in.Received)}
+	it := &ingressTask{task: task{in: in, deadline: vm.budgetFrom(in.Received)}}
+	t := &it.task
 	// SPEC §4: a frame whose session closed does not run (its answer goes
 	// nowhere, but is counted), and one from before a rebind is stale.
 	if code, ok := vm.stale.check(c.Ref, now); ok {
@@ -78,7 +81,15 @@ func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 		vm.finish(t, nil, err)
 		return
 	}
-	vm.start(t, h.fn, vm.ctx, vm.clientTable(c, h), req)
+	vm.start(t, h.fn, vm.ctx, vm.frameClient(&it.client, c, h), req)
+}
+
+// ingressTask is a client frame's task and its handler's client, made in
+// one allocation. A script that keeps the client keeps this much alive, and
+// no more: finish drops the task's frame.
+type ingressTask struct {
+	task
+	client clientValue
 }
 
 func routeLabel(c *ingress.ClientContext) string {
@@ -119,7 +130,11 @@ func (vm *VM) respond(t *task, vals []lua.LValue, err *codes.Error) {
 		vm.log.Warn("notify failed", "route", t.label(), "session_id", c.Ref.SessionID, "player_id", playerAttr(c.Ref.PlayerID),
 			"code", string(err.Code), "message", err.Message)
 	}
-	if s := vm.sink(); s != nil {
+	switch s := vm.sink().(type) {
+	case nil:
+	case egress.ValueSink: // the actor's answer buffer: no allocation for the answer
+		s.RespondValue(in.AnswerValue(vm.service, body, err))
+	default:
 		s.Respond(in.Answer(vm.service, body, err))
 	}
 }
@@ -244,15 +259,15 @@ func (vm *VM) HandleControl(m any) {
 	case *Result:
 		vm.HandleResult(m)
 	case *ingress.Bound:
-		vm.runSessionHook("client_bound", m.Ref, vm.clientOf(m.Ref, m.RemoteAddr))
+		vm.runSessionHook("client_bound", m.Ref, vm.sessionClient(m.Ref, m.RemoteAddr, clientSession))
 	case *ingress.Suspended:
-		vm.runSessionHook("client_suspended", m.Ref, vm.clientOf(m.Ref, m.RemoteAddr))
+		vm.runSessionHook("client_suspended", m.Ref, vm.sessionClient(m.Ref, m.RemoteAddr, clientSession))
 	case *ingress.Resumed:
-		vm.runSessionHook("client_resumed", m.Ref, vm.clientOf(m.Ref, m.RemoteAddr))
+		vm.runSessionHook("client_resumed", m.Ref, vm.sessionClient(m.Ref, m.RemoteAddr, clientSession))
 	case *ingress.Disconnected:
 		// From now on, frames of the session still queued here are stale.
 		vm.stale.mark(m.Ref.SessionID, m.Ref.Epoch, true, time.Now(), vm.spec.HandlerTimeout)
-		vm.runSessionHook("client_disconnected", m.Ref, vm.refTable(m.Ref), lua.LString(m.Reason))
+		vm.runSessionHook("client_disconnected", m.Ref, vm.sessionClient(m.Ref, "", clientRefOnly), lua.LString(m.Reason))
 	default:
 		panic("luavm: unknown control message")
 	}

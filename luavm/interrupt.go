@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // gopher-lua checks its context once per VM instruction and nowhere else,
@@ -30,6 +32,9 @@ var errInterrupted = errors.New("shield: handler interrupted")
 
 type interrupt struct {
 	done atomic.Pointer[chan struct{}]
+	// stopped is set once done is closed, until disarm: what gopher-lua
+	// polls before each instruction (lua.Interrupter, patch 5).
+	stopped atomic.Bool
 
 	mu       sync.Mutex // guards everything below, and closing done
 	armed    bool
@@ -90,6 +95,7 @@ func (in *interrupt) disarm() interruptReason {
 	if r != notInterrupted {
 		ch := make(chan struct{})
 		in.done.Store(&ch)
+		in.stopped.Store(false) // no Lua runs now: the VM's own goroutine disarms
 		in.reason = notInterrupted
 	}
 	return r
@@ -109,6 +115,7 @@ func (in *interrupt) fire(r interruptReason) bool {
 	}
 	in.reason = r
 	close(*in.done.Load())
+	in.stopped.Store(true) // after the close: a VM that sees it finds Err set
 	return true
 }
 
@@ -133,4 +140,10 @@ func (in *interrupt) Err() error {
 	}
 }
 
-var _ context.Context = (*interrupt)(nil)
+// Interrupted is the flag gopher-lua polls (lua.Interrupter).
+func (in *interrupt) Interrupted() *atomic.Bool { return &in.stopped }
+
+var (
+	_ context.Context = (*interrupt)(nil)
+	_ lua.Interrupter = (*interrupt)(nil)
+)

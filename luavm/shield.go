@@ -229,6 +229,12 @@ func logValue(L *lua.LState, v lua.LValue) any {
 		if b, err := codec.AppendJSON(nil, L, v); err == nil {
 			return json.RawMessage(b)
 		}
+	case *lua.LUserData:
+		if _, ok := v.Value.(codec.Tabler); ok { // a client: as the table of its fields
+			if b, err := codec.AppendJSON(nil, L, v); err == nil {
+				return json.RawMessage(b)
+			}
+		}
 	}
 	if codec.IsNull(L, v) {
 		return nil

@@ -11,7 +11,6 @@ import (
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/descriptor"
 	"github.com/shieldrpc/shield/egress"
-	"github.com/shieldrpc/shield/ingress"
 )
 
 // installClient adds shield.client and shield.client_rpc: the session
@@ -85,34 +84,11 @@ func idFrom(v lua.LValue) (uint64, bool) {
 	return 0, false
 }
 
-// clientTable is the handler's `client` argument. The route's name and id
-// are the compiled route's, boxed once, when the frame says the same.
-func (vm *VM) clientTable(c *ingress.ClientContext, h handler) *lua.LTable {
-	t := vm.l.CreateTable(0, 8)
-	vm.setRef(t, c.Ref)
-	if c.Route == h.route.Name {
-		t.RawSetString("route", h.name)
-	} else {
-		t.RawSetString("route", lua.LString(c.Route))
-	}
-	t.RawSetString("route_id", h.id)
-	t.RawSetString("request_id", idValue(c.RequestID))
-	t.RawSetString("remote_addr", lua.LString(c.RemoteAddr))
-	return t
-}
-
+// refTable is a ClientRef as Lua sees it (shield.client.ref, a bind's
+// result): plain data, a table.
 func (vm *VM) refTable(r egress.ClientRef) *lua.LTable {
 	t := vm.l.CreateTable(0, 4)
 	vm.setRef(t, r)
-	return t
-}
-
-// clientOf is a session hook's `client`: the session's ref and its
-// remote address.
-func (vm *VM) clientOf(r egress.ClientRef, remote string) *lua.LTable {
-	t := vm.l.CreateTable(0, 5)
-	vm.setRef(t, r)
-	t.RawSetString("remote_addr", lua.LString(remote))
 	return t
 }
 
@@ -122,14 +98,14 @@ func (vm *VM) setRef(t *lua.LTable, r egress.ClientRef) {
 	if r.PlayerID != "" {
 		t.RawSetString("player_id", lua.LString(r.PlayerID))
 	}
-	if r.Gateway != vm.gatewayName || vm.gatewayValue == nil {
-		vm.gatewayName, vm.gatewayValue = r.Gateway, lua.LString(r.Gateway)
-	}
-	t.RawSetString("gateway", vm.gatewayValue)
+	t.RawSetString("gateway", vm.gatewayLValue(r.Gateway))
 }
 
-// refFrom reads a ClientContext or ClientRef table.
+// refFrom reads a client (ClientContext) or a ClientRef table.
 func refFrom(v lua.LValue) (egress.ClientRef, bool) {
+	if cv := clientOf(v); cv != nil {
+		return cv.c.Ref, true
+	}
 	t, ok := v.(*lua.LTable)
 	if !ok {
 		return egress.ClientRef{}, false
@@ -260,9 +236,13 @@ func (vm *VM) encodePush(L *lua.LState, r *descriptor.Route, v lua.LValue) map[s
 func (vm *VM) pushHelper(r *descriptor.Route) lua.LGFunction {
 	name := "shield.client_rpc." + r.Binding
 	return func(L *lua.LState) int {
-		target := L.CheckTable(1)
+		var target *lua.LTable
+		single := clientOf(L.Get(1)) != nil
+		if !single {
+			target = L.CheckTable(1)
+			single = target.RawGetString("session_id") != lua.LNil
+		}
 		sink := vm.sinkFor(L, name)
-		single := target.RawGetString("session_id") != lua.LNil
 		p := &egress.Push{RouteID: r.ID, Bodies: vm.encodePush(L, r, L.Get(2))}
 		if single {
 			p.Targets = []egress.ClientRef{checkRef(L, 1)}

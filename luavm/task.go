@@ -254,6 +254,11 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 	switch {
 	case t.in != nil:
 		vm.respond(t, vals, err)
+		// Answered: the frame is given back for reuse (nothing made from
+		// it shares more than immutable strings), and a client the script
+		// keeps keeps the task, not the frame.
+		t.in.Release()
+		t.in = nil
 	case t.call != nil:
 		vm.returnCall(t, vals, err)
 	case t.onDone != nil:

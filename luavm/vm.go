@@ -98,6 +98,8 @@ type VM struct {
 	intr   *interrupt
 	shield *lua.LTable // the shield module
 	ctx    *lua.LTable // every run's ctx, see installCtx
+	// clientMeta is the metatable of every client userdata (client.go).
+	clientMeta *lua.LTable
 
 	// Values converted once: a string or number stored in a table is
 	// boxed, an allocation each time.
@@ -205,6 +207,8 @@ func (vm *VM) setup() error {
 	vm.installBounded()
 	vm.installShield()
 	vm.installCtx()
+	vm.installClientMeta()
+	vm.installIteration()
 	return nil
 }
 

@@ -5,7 +5,9 @@
 package metrics
 
 import (
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,8 +38,11 @@ type Metrics struct {
 	Reloads            *prometheus.CounterVec // result: ok, failed
 	VMGenerations      *prometheus.GaugeVec   // service
 
-	reqMu    sync.RWMutex // guards reqCache
-	reqCache map[requestKey]requestMetrics
+	// reqCache is Request's label cache, replaced whole (under reqMu)
+	// when a label set is new, so that the lookup on every request takes
+	// no lock: the actors of every service answer at once.
+	reqMu    sync.Mutex // serialises reqCache's writers
+	reqCache atomic.Pointer[map[requestKey]requestMetrics]
 
 	clusterOnce sync.Once
 	cluster     *Cluster // nil until EnableCluster (cluster.go)
@@ -123,20 +128,36 @@ func (m *Metrics) HeapLimitHit() { m.LimitsHit.WithLabelValues("heap_limit_bytes
 // set).
 func (m *Metrics) Request(service, route, code string, d time.Duration) {
 	k := requestKey{service, route, code}
-	m.reqMu.RLock()
-	rm, ok := m.reqCache[k]
-	m.reqMu.RUnlock()
+	var rm requestMetrics
+	ok := false
+	if c := m.reqCache.Load(); c != nil {
+		rm, ok = (*c)[k]
+	}
 	if !ok {
-		rm = requestMetrics{m.Requests.WithLabelValues(service, route, code), m.HandlerSeconds.WithLabelValues(service, route)}
-		m.reqMu.Lock()
-		if m.reqCache == nil {
-			m.reqCache = map[requestKey]requestMetrics{}
-		}
-		m.reqCache[k] = rm
-		m.reqMu.Unlock()
+		rm = m.cacheRequest(k)
 	}
 	rm.count.Inc()
 	rm.seconds.Observe(d.Seconds())
+}
+
+// cacheRequest returns k's metrics, adding them to a new copy of the cache.
+func (m *Metrics) cacheRequest(k requestKey) requestMetrics {
+	m.reqMu.Lock()
+	defer m.reqMu.Unlock()
+	old := m.reqCache.Load()
+	if old != nil {
+		if rm, ok := (*old)[k]; ok {
+			return rm
+		}
+	}
+	rm := requestMetrics{m.Requests.WithLabelValues(k.service, k.route, k.code), m.HandlerSeconds.WithLabelValues(k.service, k.route)}
+	next := make(map[requestKey]requestMetrics, 1)
+	if old != nil {
+		next = maps.Clone(*old)
+	}
+	next[k] = rm
+	m.reqCache.Store(&next)
+	return rm
 }
 
 type requestKey struct{ service, route, code string }

@@ -28,11 +28,19 @@ type actor struct {
 	dead     atomic.Bool   // the VM could not be replaced: the actor serves nothing
 	busy     atomic.Int32  // the VMs' suspended tasks (runs in flight), after each step
 
+	// answers are the VM's answers of the step in progress, which the
+	// loop hands to the gateway together (flushAnswers); out is the Sink
+	// the VM sends through, which buffers them.
+	answers    []egress.Response
+	answerPtrs []*egress.Response // RespondAll's argument, reused
+	out        answerSink
+
 	// The reload's state, the loop's own.
-	paused   bool        // a swap is being prepared: business messages wait
-	prepared *luavm.VM   // the VM a swap prepares; nil when none
-	held     []any       // session messages that came while paused, for the VM that wins
-	old      []*luavm.VM // replaced VMs finishing their runs
+	paused   bool         // a swap is being prepared: business messages wait
+	prepared *luavm.VM    // the VM a swap prepares; nil when none
+	one      [1]*luavm.VM // vms' result outside a reload
+	held     []any        // session messages that came while paused, for the VM that wins
+	old      []*luavm.VM  // replaced VMs finishing their runs
 }
 
 func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {
@@ -43,6 +51,7 @@ func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {
 		business: newBusinessLane(mailbox),
 		done:     make(chan struct{}),
 	}
+	a.out.a = a
 	a.vm.Store(vm)
 	vm.Attach(a)
 	return a
@@ -66,10 +75,14 @@ func (a *actor) enqueue(m business) *codes.Error {
 // stops it with a quit message, then waits on done.
 func (a *actor) loop() {
 	defer close(a.done)
+	defer a.flushAnswers() // what the last runs answered, stop's aborts included
 	a.timer = time.NewTimer(time.Hour)
 	a.timer.Stop()
 	defer a.timer.Stop()
 	for {
+		if len(a.answers) >= answerBatch {
+			a.flushAnswers()
+		}
 		if m, ok := a.control.pop(); ok {
 			if _, stop := m.(quit); stop {
 				a.stop()
@@ -92,6 +105,9 @@ func (a *actor) loop() {
 				continue
 			}
 		}
+		// Nothing left to do at once: the answers of this step go out
+		// before the loop waits.
+		a.flushAnswers()
 		a.arm()
 		lane := a.business.signal
 		if a.paused {
@@ -122,8 +138,14 @@ func (a *actor) stop() {
 }
 
 // vms is every VM the actor holds: the current one, the one being
-// prepared, and the old ones finishing their runs.
+// prepared, and the old ones finishing their runs. Outside a reload that
+// is the current one alone, in a slice the actor keeps, so that the loop's
+// every turn (arm, reap) allocates nothing.
 func (a *actor) vms() []*luavm.VM {
+	if len(a.old) == 0 && a.prepared == nil {
+		a.one[0] = a.vm.Load()
+		return a.one[:]
+	}
 	out := append([]*luavm.VM{a.vm.Load()}, a.old...)
 	if a.prepared != nil {
 		out = append(out, a.prepared)
@@ -405,6 +427,7 @@ func (a *actor) reject(m business) {
 	switch m := m.(type) {
 	case *ingress.ClientIngress:
 		a.rt.respond(m.Answer(a.id.Service, nil, unavailable))
+		m.Release()
 	case *luavm.Call:
 		if m.ID != 0 {
 			a.rt.Return(&luavm.Result{To: m.From, ID: m.ID, Gen: m.Gen, Err: unavailable, Reply: m.Reply})
@@ -455,7 +478,13 @@ func (a *actor) Route(c *luavm.Call) *codes.Error { return a.rt.Route(c) }
 // Return delivers a result to its caller's control lane.
 func (a *actor) Return(r *luavm.Result) { a.rt.Return(r) }
 
-// Sink is where answers and pushes go.
-func (a *actor) Sink() egress.Sink { return a.rt.Sink() }
+// Sink is where answers and pushes go: the runtime's, through the actor's
+// answer buffer; nil when the runtime has none.
+func (a *actor) Sink() egress.Sink {
+	if a.rt.Sink() == nil {
+		return nil
+	}
+	return &a.out
+}
 
 var _ luavm.Host = (*actor)(nil)

@@ -2,6 +2,7 @@ package service
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/ingress"
@@ -19,6 +20,10 @@ type controlQueue struct {
 	items  []any
 	head   int
 	signal chan struct{} // holds one token while items is non-empty
+	// n counts the items, so that the actor's loop, which looks at the
+	// control lane before every business message, finds it empty without
+	// the lock.
+	n atomic.Int64
 }
 
 func newControlQueue() *controlQueue {
@@ -28,6 +33,7 @@ func newControlQueue() *controlQueue {
 func (q *controlQueue) push(m any) {
 	q.mu.Lock()
 	q.items = append(q.items, m)
+	q.n.Add(1)
 	q.mu.Unlock()
 	select {
 	case q.signal <- struct{}{}:
@@ -36,6 +42,9 @@ func (q *controlQueue) push(m any) {
 }
 
 func (q *controlQueue) pop() (any, bool) {
+	if q.n.Load() == 0 {
+		return nil, false // a push racing this is seen at the loop's next turn: it signals
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.head == len(q.items) {
@@ -44,6 +53,7 @@ func (q *controlQueue) pop() (any, bool) {
 	m := q.items[q.head]
 	q.items[q.head] = nil
 	q.head++
+	q.n.Add(-1)
 	if q.head == len(q.items) {
 		// Reuse the backing array once drained; drop it if a burst grew it.
 		if cap(q.items) > 1024 {
@@ -85,6 +95,25 @@ func (q *businessLane) push(m business) bool {
 	default:
 	}
 	return true
+}
+
+// pushAll queues the messages of ms in order while there is room, and
+// returns how many it queued: one hand-off (and one wake-up of the actor)
+// for several messages.
+func (q *businessLane) pushAll(ms []*ingress.ClientIngress) int {
+	q.mu.Lock()
+	n := min(len(ms), q.limit-(len(q.items)-q.head))
+	for _, m := range ms[:max(n, 0)] {
+		q.items = append(q.items, m)
+	}
+	q.mu.Unlock()
+	if n > 0 {
+		select {
+		case q.signal <- struct{}{}:
+		default:
+		}
+	}
+	return max(n, 0)
 }
 
 // pop takes the oldest message.

@@ -439,13 +439,34 @@ func (rt *Runtime) Return(r *luavm.Result) {
 	}
 }
 
-// Deliver puts a client frame on its target's business lane.
+// Deliver puts a client frame on its target's business lane. A frame it
+// takes is the runtime's: its VM gives it back for reuse once answered
+// (ingress.ClientIngress.Release); a refused one stays the caller's.
 func (rt *Runtime) Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.Error {
 	a := rt.actor(target)
 	if a == nil {
 		return codes.New(codes.Unavailable, "no service %s instance %d", target.Service, target.Instance)
 	}
 	return a.enqueue(in)
+}
+
+// DeliverAll is Deliver for several frames to one target, in order, in one
+// hand-off: it takes as many as the target's lane has room for and returns
+// how many, and for the others the refusal they all share (busy for a
+// full lane, unavailable). Like Deliver, what it takes is the runtime's.
+func (rt *Runtime) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (int, *codes.Error) {
+	a := rt.actor(target)
+	if a == nil {
+		return 0, codes.New(codes.Unavailable, "no service %s instance %d", target.Service, target.Instance)
+	}
+	if a.dead.Load() {
+		return 0, codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
+	}
+	n := a.business.pushAll(ins)
+	if n < len(ins) {
+		return n, codes.New(codes.Busy, "service %s instance %d: mailbox full", a.id.Service, a.id.Instance)
+	}
+	return n, nil
 }
 
 // Control puts a session lifecycle message on its target's control lane

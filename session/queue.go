@@ -27,14 +27,24 @@ type Item struct {
 	kind  itemKind
 }
 
+// Answer reports whether the item is a request's answer, queued by
+// Answer or AnswerLater: its frame is its request's alone, which the
+// writer may reuse once it is written.
+func (it Item) Answer() bool { return it.kind == itemAnswer }
+
 // queue is a session's outbound queue: frames in the order they are to be
 // written, and the counts of what they hold against the bounds. Producers
-// (services' egress, the read loop, timers) never block on it; the write
-// loop takes everything queued at once, and a frame counts against its
-// bound until the write loop says it was written (done), so that a batch
-// stuck in a write to a client that does not read still fills the queue.
-// It outlives a connection: a suspended session keeps queueing (SPEC §4
-// Resume).
+// (services' egress, the read loop, timers) never block on it; the
+// connection's writer takes everything queued at once, and a frame counts
+// against its bound until the writer says it was written (done), so that a
+// batch stuck in a write to a client that does not read still fills the
+// queue. It outlives a connection: a suspended session keeps queueing
+// (SPEC §4 Resume).
+//
+// A put wakes the connection the session is attached to (wake, its
+// Attachment's): the connection has no goroutine waiting for frames, it
+// writes when woken (gateway/write.go). A suspended session has no one to
+// wake.
 type queue struct {
 	mu        sync.Mutex // guards everything below
 	items     []Item
@@ -43,17 +53,37 @@ type queue struct {
 	refusals  int  // itemRefusal entries
 	echo      bool // an itemEcho entry is queued
 	limits    Limits
-
-	ready chan struct{} // holds one token while items is non-empty
+	wake      Waker // the attached connection's waker; nil while suspended
 }
 
-func (q *queue) init(l Limits) {
-	q.limits = l
-	q.ready = make(chan struct{}, 1)
+// Waker wakes a connection to write what its session queued. soon says the
+// frame may wait a moment for a goroutine of the connection's own (a push:
+// the pushes queued while it starts share its write, as a fan-out's do);
+// otherwise the caller may write it at once (an answer, which the service
+// hands over with the others of its step).
+type Waker func(soon bool)
+
+func (q *queue) init(l Limits) { q.limits = l }
+
+// setWake makes w the queue's waker and reports whether anything is queued.
+func (q *queue) setWake(w Waker) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.wake = w
+	return len(q.items) > 0
 }
 
-// put queues f as kind, unless the kind's bound is reached.
-func (q *queue) put(f *envelope.Frame, kind itemKind) bool {
+// waker returns the queue's waker, or nil.
+func (q *queue) waker() Waker {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.wake
+}
+
+// put queues f as kind, unless the kind's bound is reached, and wakes the
+// connection unless quiet (the caller wakes it once it has queued all it
+// has).
+func (q *queue) put(f *envelope.Frame, kind itemKind, quiet bool) bool {
 	q.mu.Lock()
 	switch kind {
 	case itemPush:
@@ -77,10 +107,10 @@ func (q *queue) put(f *envelope.Frame, kind itemKind) bool {
 		q.echo = true
 	}
 	q.items = append(q.items, Item{Frame: f, kind: kind})
+	wake := q.wake
 	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
+	if wake != nil && !quiet {
+		wake(kind == itemPush)
 	}
 	return true
 }
@@ -92,10 +122,10 @@ func (q *queue) putFirst(f *envelope.Frame) {
 	q.items = append(q.items, Item{})
 	copy(q.items[1:], q.items)
 	q.items[0] = Item{Frame: f, kind: itemStatus}
+	wake := q.wake
 	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
+	if wake != nil {
+		wake(false)
 	}
 }
 
@@ -107,10 +137,10 @@ func (q *queue) requeue(items []Item) {
 	}
 	q.mu.Lock()
 	q.items = append(append(make([]Item, 0, len(items)+len(q.items)), items...), q.items...)
+	wake := q.wake
 	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
+	if wake != nil {
+		wake(false)
 	}
 }
 
@@ -121,8 +151,8 @@ func (q *queue) take(batch []Item) []Item {
 	defer q.mu.Unlock()
 	batch = append(batch, q.items...)
 	clear(q.items)
-	if cap(q.items) > 1024 {
-		q.items = nil // a burst should not pin its backing array
+	if cap(q.items) > 64 {
+		q.items = nil // a burst should not pin its backing array on an idle session
 	} else {
 		q.items = q.items[:0]
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"sync/atomic"
 	"time"
 
 	"github.com/shieldrpc/shield/codes"
@@ -17,18 +18,53 @@ import (
 // token takes it over. A session not resumed within the window closes
 // with the reason its connection ended with.
 
-// Attachment is one connection's hold on its session. Gone is closed when
+// Attachment is one connection's hold on its session. It is Gone when
 // the session no longer belongs to that connection: it was suspended (the
 // connection is ending anyway) or another connection took it over (the
-// old connection must close without a notice).
+// old connection must close without a notice). The connection is woken
+// then, as it is when frames are queued and when the session closes.
 type Attachment struct {
-	gone chan struct{}
+	gone atomic.Bool // set once, when the attachment ends
+	wake Waker       // set by Wakes; guarded by the session's mu
 }
 
-// Gone is closed when the attachment ends.
-func (a *Attachment) Gone() <-chan struct{} { return a.gone }
+// Gone reports whether the attachment has ended. The connection learns it
+// when it is woken; nobody waits on it, so it is a flag, not a channel (an
+// idle session holds less).
+func (a *Attachment) Gone() bool { return a.gone.Load() }
 
-func newAttachment() *Attachment { return &Attachment{gone: make(chan struct{})} }
+func newAttachment() *Attachment { return &Attachment{} }
+
+// Wakes makes wake the waker of a, the session's current attachment: it is
+// called, on the goroutine that caused it and never under a lock of the
+// session's, whenever frames are queued for the connection, the session
+// closes, or a ends. If something is queued already, or the session closed
+// or left a meanwhile, wake is called at once. A connection calls it once
+// it is ready to write.
+func (s *Session) Wakes(a *Attachment, wake Waker) {
+	s.mu.Lock()
+	pending := false
+	if s.att == a && !s.closed {
+		a.wake = wake
+		pending = s.out.setWake(wake)
+	} else {
+		pending = true // closed, suspended or taken over: it must look
+	}
+	s.mu.Unlock()
+	if pending {
+		wake(false)
+	}
+}
+
+// goneLocked ends attachment a under the session's lock: Gone closes,
+// nothing wakes a's connection for frames any more, and the caller calls
+// the returned waker (a's) once it has released its locks, so that the
+// connection parts.
+func (s *Session) goneLocked(a *Attachment) Waker {
+	a.gone.Store(true)
+	s.out.setWake(nil)
+	return a.wake
+}
 
 // resumeWait is a suspended session's timer and the reason it closes with
 // when the timer fires.
@@ -66,16 +102,24 @@ func (s *Session) Suspended() bool {
 // or the session closed: the caller then closes as usual.
 func (s *Session) Suspend(a *Attachment, r Reason, window time.Duration) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed || s.att != a || s.suspended {
+		s.mu.Unlock()
 		return false
 	}
 	s.suspended = true
 	s.att = nil
-	close(a.gone)
+	wake := s.goneLocked(a)
 	s.resumeWait = &resumeWait{reason: r}
 	s.resumeWait.timer = time.AfterFunc(window, func() { s.Close(r, nil) })
+	s.mu.Unlock()
+	callWake(wake) // the connection parts: never under the session's lock
 	return true
+}
+
+func callWake(w Waker) {
+	if w != nil {
+		w(false)
+	}
 }
 
 // tokenBytes is the resume token's randomness: 128 bits (SPEC §4).
@@ -118,6 +162,8 @@ func (t *Registry) IssueToken(s *Session, gateway string) string {
 // issues a new one. An unknown, used or expired token is
 // client_rpc.session_not_found.
 func (t *Registry) Resume(token string) (s *Session, a *Attachment, suspended bool, err *codes.Error) {
+	var wake Waker // the old connection's, woken once the locks are released
+	defer func() { callWake(wake) }()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s = t.byToken[token]
@@ -139,7 +185,7 @@ func (t *Registry) Resume(token string) (s *Session, a *Attachment, suspended bo
 			s.resumeWait = nil
 		}
 	} else if s.att != nil {
-		close(s.att.gone)
+		wake = s.goneLocked(s.att)
 	}
 	s.att = newAttachment()
 	return s, s.att, suspended, nil

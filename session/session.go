@@ -92,6 +92,10 @@ type Session struct {
 	RemoteAddr  string
 	Profile     *Profile
 	ConnectedAt time.Time // when its first connection was accepted
+	// Owner is the state the session's maker keeps beside it (the
+	// gateway's peer): set once, before the session is shared, so that
+	// the maker finds it without a map of its own.
+	Owner any
 
 	mu         sync.Mutex // guards binding, closed, reason, token, suspended, att, resumeWait
 	binding    Binding
@@ -180,7 +184,7 @@ func (s *Session) Offer(f *envelope.Frame) bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(f, itemPush)
+	return s.out.put(f, itemPush, false)
 }
 
 // Answer queues the one answer a request is owed, holding the slot the
@@ -190,7 +194,25 @@ func (s *Session) Answer(f *envelope.Frame) bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(f, itemAnswer)
+	return s.out.put(f, itemAnswer, false)
+}
+
+// AnswerLater queues an answer as Answer does, but does not wake the
+// connection: a caller with several answers for the session queues them
+// all, then calls Wake once, so that they go out in one write.
+func (s *Session) AnswerLater(f *envelope.Frame) bool {
+	if s.isClosed() {
+		return false
+	}
+	return s.out.put(f, itemAnswer, true)
+}
+
+// Wake wakes the connection the session is attached to, if any, to write
+// what is queued.
+func (s *Session) Wake() {
+	if w := s.out.waker(); w != nil {
+		w(false)
+	}
 }
 
 // Refuse queues an error frame for a request the edge refused (busy,
@@ -201,7 +223,7 @@ func (s *Session) Refuse(f *envelope.Frame) bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(f, itemRefusal)
+	return s.out.put(f, itemRefusal, false)
 }
 
 // Echo queues a heartbeat echo, unless an earlier echo is still waiting
@@ -210,7 +232,7 @@ func (s *Session) Echo() bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(heartbeat, itemEcho)
+	return s.out.put(heartbeat, itemEcho, false)
 }
 
 // Status queues a status frame (SPEC §3), which always finds room.
@@ -218,13 +240,10 @@ func (s *Session) Status(f *envelope.Frame) bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(f, itemStatus)
+	return s.out.put(f, itemStatus, false)
 }
 
 var heartbeat = &envelope.Frame{Kind: envelope.Heartbeat}
-
-// Ready is signalled when frames are queued for the write loop.
-func (s *Session) Ready() <-chan struct{} { return s.out.ready }
 
 // Take moves every queued frame into batch for the write loop, and
 // returns it. The answers among them give their max_inflight slots back
@@ -311,8 +330,8 @@ func (s *Session) rebind(target egress.ActorID, playerID string, bound func(Bind
 // Close closes the session once; the first reason wins. The epoch is
 // invalidated first (no ref matches a closed session), then the Closed
 // hook runs (it removes the session from the registry and tells the
-// target), then Done closes so the write loop sends what is queued and
-// notice, if any, and ends the connection.
+// target), then Done closes and the connection is woken, so that it sends
+// what is queued and notice, if any, and ends.
 func (s *Session) Close(r Reason, notice *envelope.Frame) bool {
 	s.mu.Lock()
 	if s.closed {
@@ -332,5 +351,6 @@ func (s *Session) Close(r Reason, notice *envelope.Frame) bool {
 	}
 	s.notice = notice
 	close(s.done)
+	s.Wake() // the connection writes what is queued and the notice, and ends
 	return true
 }

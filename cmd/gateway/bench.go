@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -22,91 +21,138 @@ import (
 	"github.com/shieldrpc/shield/bootstrap"
 )
 
+// benchFlags are gateway bench's flags.
+type benchFlags struct {
+	addr, body, adminAddr          *string
+	route, login                   *uint
+	conns, idle, fanout, pid       *int
+	inflight                       *string
+	dur, warmup                    *time.Duration
+	cpuprofile, memprofile         *string
+	serveEcho, writeConfig, listen *string
+	serveFan, fanBase, fanListen   *string
+	dial                           *dialFlags
+	depths                         []int
+}
+
 // benchCmd measures the gateway against the baseline echo server in one
 // run, on this machine: each in-flight depth, raw and JSON bodies, and
 // with -ws and -tls the raw echo over those transports too (both: also
 // ws under TLS). With -addr it loads a running gateway instead, over the
-// transport the dial flags say.
+// transport the dial flags say; -idle and -fanout are the other two
+// measures (bench_idle.go, bench_fanout.go); -serve-echo and
+// -write-config serve the baseline and write the echo config for runs
+// where each server is a process of its own (BENCHMARKS.md).
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "", "load an already running gateway at `HOST:PORT` instead of starting one")
-	route := fs.Uint("route", bench.RouteRaw, "route id for -addr")
-	body := fs.String("body", string(bench.JSONBody), "request body for -addr")
-	conns := fs.Int("conns", 50, "connections")
-	inflight := fs.String("inflight", "1,16", "requests in flight per connection, comma-separated")
-	dur := fs.Duration("d", 10*time.Second, "measured time per run")
-	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
-	idle := fs.Int("idle", 0, "instead: open `N` idle sessions and report the memory per session")
-	adminAddr := fs.String("admin", "", "with -addr and -idle: the gateway's admin `HOST:PORT`, to read its memory")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the gateway runs to `FILE`")
-	dial := addDialFlags(fs)
+	f := benchFlags{
+		addr:        fs.String("addr", "", "load an already running gateway at `HOST:PORT` instead of starting one"),
+		route:       fs.Uint("route", bench.RouteRaw, "route id for -addr"),
+		body:        fs.String("body", string(bench.JSONBody), "request body for -addr"),
+		login:       fs.Uint("login", bench.RouteLogin, "log each connection in on this `ROUTE` first, with the body bench-<run>-<conn> (0: no login: before login a session's frames reach its service one at a time, SPEC §5)"),
+		conns:       fs.Int("conns", 50, "connections"),
+		inflight:    fs.String("inflight", "1,16", "requests in flight per connection, comma-separated"),
+		dur:         fs.Duration("d", 10*time.Second, "measured time per run"),
+		warmup:      fs.Duration("warmup", 2*time.Second, "unmeasured time before each run"),
+		idle:        fs.Int("idle", 0, "instead: open `N` idle sessions (logged in, see -login) to a gateway process and report its memory per session and its CPU while they idle"),
+		fanout:      fs.Int("fanout", 0, "instead: one sender pushes to a room of `N` members, against a plain Go loop writing the same frame to each socket"),
+		adminAddr:   fs.String("admin", "", "with -write-config: the admin server's `HOST:PORT` (metrics, /debug/pprof/); with -idle and -addr, the running gateway's (pprof on)"),
+		pid:         fs.Int("pid", 0, "with -addr: the loaded gateway's process `ID`, to report its CPU time per request (and with -idle its memory)"),
+		cpuprofile:  fs.String("cpuprofile", "", "in-process: write a CPU profile of each gateway run's measured time into `DIR`"),
+		memprofile:  fs.String("memprofile", "", "in-process: write allocation profiles (before and after each gateway run's measured time, for pprof -base) into `DIR`; with -idle, the gateway process's heap profile holding the idle sessions"),
+		serveEcho:   fs.String("serve-echo", "", "instead: serve the baseline echo at `HOST:PORT` until interrupted"),
+		writeConfig: fs.String("write-config", "", "instead: write the echo service's config (and its certificates) into `DIR` and exit"),
+		listen:      fs.String("listen", "", "with -write-config: the tcp listener's `HOST:PORT`"),
+		fanListen:   fs.String("fan-listen", "", "with -write-config: the fan-out service's listener `HOST:PORT`"),
+		serveFan:    fs.String("serve-fan", "", "instead: serve the fan-out baseline (a plain Go loop) at `HOST:PORT` until interrupted"),
+		fanBase:     fs.String("fan-base", "", "with -fanout: the plain loop serving at `HOST:PORT` (-serve-fan) instead of one in this process; -addr is then the gateway's fan listener"),
+	}
+	f.dial = addDialFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var depths []int
-	for _, s := range strings.Split(*inflight, ",") {
+	for _, s := range strings.Split(*f.inflight, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n <= 0 {
 			fmt.Fprintf(stderr, "bench: bad -inflight %q\n", s)
 			return 2
 		}
-		depths = append(depths, n)
+		f.depths = append(f.depths, n)
 	}
-	ctx := context.Background()
-	// run loads target with o's transport, route and body.
-	run := func(name string, o bench.Options, depth int) (bench.Result, bool) {
-		o.Conns, o.InFlight, o.Duration, o.Warmup = *conns, depth, *dur, *warmup
-		r, err := bench.Run(ctx, o)
+	switch {
+	case *f.serveEcho != "":
+		return serveEcho(stdout, stderr, *f.serveEcho)
+	case *f.serveFan != "":
+		return serveFan(stdout, stderr, *f.serveFan)
+	case *f.writeConfig != "":
+		path, err := bench.EchoConfig{Listen: *f.listen, Fan: *f.fanListen, Admin: *f.adminAddr}.Write(*f.writeConfig)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return r, false
-		}
-		fmt.Fprintf(stdout, "%-22s in-flight %-3d %s\n", name, depth, r)
-		return r, true
-	}
-	if *addr != "" && *idle > 0 {
-		return remoteIdleMemory(stdout, stderr, *addr, *adminAddr, *idle)
-	}
-	if *addr != "" {
-		o := bench.Options{Addr: *addr, Route: uint32(*route), Body: []byte(*body), Path: *dial.path}
-		if *dial.ws {
-			o.Transport = "ws"
-		}
-		var err error
-		if o.TLS, err = dial.tlsConfig(); err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
-			return 2
+			return 1
 		}
-		for _, d := range depths {
-			if _, ok := run("gateway", o, d); !ok {
-				return 1
-			}
-		}
+		fmt.Fprintln(stdout, path)
 		return 0
+	case *f.idle > 0:
+		return idleMemory(stdout, stderr, &f)
+	case *f.fanout > 0:
+		return fanoutCmd(stdout, stderr, &f)
+	case *f.addr != "":
+		return loadRemote(stdout, stderr, &f)
 	}
-	if *dial.ca != "" || *dial.cert != "" || *dial.insecure || *dial.origin != "" {
+	return loadInProcess(stdout, stderr, &f)
+}
+
+// run loads o at depth with the flags' connections and times, prints its
+// row and reports whether it went through.
+func (f *benchFlags) run(stdout, stderr io.Writer, name string, o bench.Options, depth int) (bench.Result, bool) {
+	o.Conns, o.InFlight, o.Duration, o.Warmup = *f.conns, depth, *f.dur, *f.warmup
+	r, err := bench.Run(context.Background(), o)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return r, false
+	}
+	fmt.Fprintf(stdout, "%-22s in-flight %-3d %s\n", name, depth, r)
+	return r, true
+}
+
+// loadRemote loads a running gateway at -addr, with the CPU time of -pid.
+func loadRemote(stdout, stderr io.Writer, f *benchFlags) int {
+	o := bench.Options{Addr: *f.addr, Route: uint32(*f.route), Body: []byte(*f.body), Login: uint32(*f.login), Path: *f.dial.path}
+	if *f.dial.ws {
+		o.Transport = "ws"
+	}
+	var err error
+	if o.TLS, err = f.dial.tlsConfig(); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	if pid := *f.pid; pid != 0 {
+		o.CPU = func() (time.Duration, error) { return bench.ProcessCPU(pid) }
+	}
+	for _, d := range f.depths {
+		if _, ok := f.run(stdout, stderr, "gateway", o, d); !ok {
+			return 1
+		}
+	}
+	return 0
+}
+
+// loadInProcess starts the echo service and the baseline in this process
+// and measures both. The CPU time reported is this process's: the load
+// generator's is in it.
+func loadInProcess(stdout, stderr io.Writer, f *benchFlags) int {
+	if *f.dial.ca != "" || *f.dial.cert != "" || *f.dial.insecure || *f.dial.origin != "" {
 		fmt.Fprintln(stderr, "bench: -ca, -cert, -insecure and -origin apply to -addr only")
 		return 2
 	}
-
-	dir, err := os.MkdirTemp("", "shield-bench-")
+	srv, dir, err := startEcho(stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	cfgPath, err := bench.WriteEchoConfig(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	srv, err := bootstrap.Start(ctx, cfgPath, bootstrap.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	defer srv.Stop(ctx)
+	defer srv.Stop(context.Background())
 	gw := srv.Gateway.Addr("bench").String()
 	clientTLS, err := bench.ClientTLS(dir)
 	if err != nil {
@@ -120,20 +166,19 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		o    bench.Options
 	}
 	var extras []extra
+	login := uint32(*f.login)
 	raw := func(listener, transport string, tc *tls.Config) bench.Options {
-		return bench.Options{Addr: srv.Gateway.Addr(listener).String(), Transport: transport, TLS: tc, Route: bench.RouteRaw, Body: bench.JSONBody}
+		return bench.Options{Addr: srv.Gateway.Addr(listener).String(), Transport: transport, TLS: tc, Route: bench.RouteRaw,
+			Body: bench.JSONBody, Login: login}
 	}
-	if *dial.ws {
+	if *f.dial.ws {
 		extras = append(extras, extra{"gateway ws raw", raw("bench_ws", "ws", nil)})
 	}
-	if *dial.tls {
+	if *f.dial.tls {
 		extras = append(extras, extra{"gateway tls raw", raw("bench_tls", "tcp", clientTLS)})
 	}
-	if *dial.ws && *dial.tls {
+	if *f.dial.ws && *f.dial.tls {
 		extras = append(extras, extra{"gateway wss raw", raw("bench_wss", "ws", clientTLS)})
-	}
-	if *idle > 0 {
-		return idleMemory(stdout, stderr, gw, *idle, srv)
 	}
 
 	base, err := bench.NewEchoServer("127.0.0.1:0")
@@ -142,40 +187,27 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer base.Close()
-	fmt.Fprintf(stdout, "%d connections, %v per run after %v warm-up, GOMAXPROCS %d\n", *conns, *dur, *warmup, runtime.GOMAXPROCS(0))
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		defer f.Close()
-	}
-	for _, d := range depths {
-		b, ok := run("baseline echo", bench.Options{Addr: base.Addr(), Route: bench.RouteRaw, Body: bench.JSONBody}, d)
+	fmt.Fprintf(stdout, "%d connections, %v per run after %v warm-up, GOMAXPROCS %d, login route %d; cpu is this process's, the load generator's included\n",
+		*f.conns, *f.dur, *f.warmup, runtime.GOMAXPROCS(0), login)
+	self := func() (time.Duration, error) { return bench.ProcessCPU(0) }
+	for _, d := range f.depths {
+		b, ok := f.run(stdout, stderr, "baseline echo", bench.Options{Addr: base.Addr(), Route: bench.RouteRaw, Body: bench.JSONBody, CPU: self}, d)
 		if !ok {
 			return 1
 		}
-		var prof *os.File
-		if *cpuprofile != "" && d == depths[len(depths)-1] {
-			prof, _ = os.Create(*cpuprofile)
-			pprof.StartCPUProfile(prof)
-		}
-		rawRes, ok := run("gateway forward_raw", bench.Options{Addr: gw, Route: bench.RouteRaw, Body: bench.JSONBody}, d)
-		if prof != nil {
-			pprof.StopCPUProfile()
-			prof.Close()
-		}
+		rawRes, ok := f.run(stdout, stderr, "gateway forward_raw", bench.Options{Addr: gw, Route: bench.RouteRaw, Body: bench.JSONBody,
+			Login: login, CPU: self, Mark: f.profile(stderr, fmt.Sprintf("raw-%d", d))}, d)
 		if !ok {
 			return 1
 		}
-		js, ok := run("gateway json", bench.Options{Addr: gw, Route: bench.RouteJSON, Body: bench.JSONBody}, d)
+		js, ok := f.run(stdout, stderr, "gateway json", bench.Options{Addr: gw, Route: bench.RouteJSON, Body: bench.JSONBody,
+			Login: login, CPU: self, Mark: f.profile(stderr, fmt.Sprintf("json-%d", d))}, d)
 		if !ok {
 			return 1
 		}
 		fmt.Fprintf(stdout, "%-22s in-flight %-3d raw %.2fx, json %.2fx of the baseline\n", "ratio", d, rawRes.RPS()/b.RPS(), js.RPS()/b.RPS())
 		for _, x := range extras {
-			r, ok := run(x.name, x.o, d)
+			r, ok := f.run(stdout, stderr, x.name, x.o, d)
 			if !ok {
 				return 1
 			}
@@ -185,118 +217,90 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// idleMemory opens n idle sessions and reports the gateway's heap and
-// stack growth per session (the client ends of the sockets, in the same
-// process, are included: a little over the gateway's own cost).
-func idleMemory(stdout, stderr io.Writer, addr string, n int, srv *bootstrap.Server) int {
-	// Both ends of every connection are in this process: two descriptors
-	// each. Raising the hard limit works as root; otherwise the soft one
-	// goes as far as the hard one allows.
-	var lim syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(2*n+1024) {
-		want := uint64(2*n + 1024)
-		if lim.Max < want {
-			lim.Max = want
-		}
-		lim.Cur = want
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-			fmt.Fprintf(stderr, "bench: cannot raise the open-file limit to %d: %v\n", want, err)
-		}
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	conns, err := dialIdle(addr, n)
-	defer closeAll(conns)
+// startEcho starts the echo config in this process, in a fresh folder the
+// caller removes.
+func startEcho(stderr io.Writer) (*bootstrap.Server, string, error) {
+	dir, err := os.MkdirTemp("", "shield-bench-")
 	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
+		return nil, "", err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for srv.Gateway.Sessions().Len() < n && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	cfgPath, err := bench.WriteEchoConfig(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	heap := int64(after.HeapInuse) - int64(before.HeapInuse)
-	stack := int64(after.StackInuse) - int64(before.StackInuse)
-	fmt.Fprintf(stdout, "%d idle sessions: heap %d KiB + stacks %d KiB = %.1f KiB per session (goroutines %d)\n",
-		srv.Gateway.Sessions().Len(), heap>>10, stack>>10, float64(heap+stack)/1024/float64(n), runtime.NumGoroutine())
-	return 0
+	srv, err := bootstrap.Start(context.Background(), cfgPath, bootstrap.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return srv, dir, nil
 }
 
-// remoteIdleMemory opens n idle sessions to a gateway running in another
-// process and reports its heap and stack growth per session, read from
-// its /metrics: the way to measure 10,000 sessions where one process may
-// not hold both ends of each.
-func remoteIdleMemory(stdout, stderr io.Writer, addr, admin string, n int) int {
-	if admin == "" {
-		fmt.Fprintln(stderr, "bench: -idle with -addr needs -admin HOST:PORT")
-		return 2
+// profile is the Mark of a gateway run named name: with -cpuprofile, a
+// CPU profile of its measured time, and with -memprofile the allocation
+// profile as that time begins and as it ends. A profile that cannot be
+// written is reported and skipped.
+func (f *benchFlags) profile(stderr io.Writer, name string) func(begin bool) {
+	if *f.cpuprofile == "" && *f.memprofile == "" {
+		return nil
 	}
-	read := func() (heap, stack, sessions float64, err error) {
-		m, err := scrapeMetrics(admin, "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "shield_sessions")
-		return m[0], m[1], m[2], err
-	}
-	heap0, stack0, _, err := read()
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
-	}
-	conns, err := dialIdle(addr, n)
-	defer closeAll(conns)
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
-	}
-	var heap, stack, sessions float64
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if heap, stack, sessions, err = read(); err == nil && int(sessions) >= n {
-			break
+	var cpu *os.File
+	return func(begin bool) {
+		if dir := *f.memprofile; dir != "" {
+			suffix := ".allocs.pprof"
+			if begin {
+				suffix = ".allocs.base.pprof"
+			}
+			if err := writeProfile("allocs", filepath.Join(dir, name+suffix)); err != nil {
+				fmt.Fprintln(stderr, "bench:", err)
+			}
 		}
-	}
-	fmt.Fprintf(stdout, "%.0f idle sessions: heap %+.0f KiB + stacks %+.0f KiB = %.1f KiB per session\n",
-		sessions, (heap-heap0)/1024, (stack-stack0)/1024, (heap-heap0+stack-stack0)/1024/float64(n))
-	return 0
-}
-
-// scrapeMetrics reads unlabelled samples from a Prometheus text endpoint.
-func scrapeMetrics(admin string, names ...string) ([]float64, error) {
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := make([]float64, len(names))
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		for i, name := range names {
-			if rest, ok := strings.CutPrefix(line, name+" "); ok {
-				out[i], _ = strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if dir := *f.cpuprofile; dir != "" {
+			if begin {
+				var err error
+				if cpu, err = os.Create(filepath.Join(dir, name+".cpu.pprof")); err == nil {
+					err = pprof.StartCPUProfile(cpu)
+				}
+				if err != nil {
+					fmt.Fprintln(stderr, "bench:", err)
+				}
+				return
+			}
+			if cpu != nil {
+				pprof.StopCPUProfile()
+				cpu.Close()
 			}
 		}
 	}
-	return out, sc.Err()
 }
 
-// dialIdle opens n connections that send nothing; on error it returns the
-// ones it opened, for the caller to close.
-func dialIdle(addr string, n int) ([]net.Conn, error) {
-	conns := make([]net.Conn, 0, n)
-	for i := 0; i < n; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			return conns, fmt.Errorf("dial %d: %w", i, err)
-		}
-		conns = append(conns, c)
+func writeProfile(name, path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
 	}
-	return conns, nil
+	defer out.Close()
+	return pprof.Lookup(name).WriteTo(out, 0)
 }
 
-func closeAll(conns []net.Conn) {
-	for _, c := range conns {
-		c.Close()
+// serveEcho serves the baseline echo at addr until SIGINT or SIGTERM.
+func serveEcho(stdout, stderr io.Writer, addr string) int {
+	s, err := bench.NewEchoServer(addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
 	}
+	defer s.Close()
+	fmt.Fprintln(stdout, "baseline echo listening on", s.Addr())
+	waitSignal()
+	return 0
+}
+
+// waitSignal returns at SIGINT or SIGTERM.
+func waitSignal() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	<-sigs
 }

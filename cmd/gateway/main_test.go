@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,6 +10,16 @@ import (
 
 	"github.com/shieldrpc/shield/internal/testutil"
 )
+
+// TestMain runs the tests, or, in a process gateway bench started as its
+// gateway (childEnv set), the command line it was given: under go test,
+// os.Executable is this test binary.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 // noLeak fails t if more goroutines run after the test than before it
 // (testutil.CheckGoroutines, under this package's name).

@@ -117,3 +117,30 @@ func TestBenchTransports(t *testing.T) {
 
 // errorsColumn matches the last column of a bench row, "errors N".
 var errorsColumn = regexp.MustCompile(`\berrors (\d+)$`)
+
+// TestBenchFanoutAndIdle: -fanout reports the gateway next to the plain
+// loop, and -idle measures a gateway process of its own (this test binary,
+// re-run as the gateway: see TestMain).
+func TestBenchFanoutAndIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load runs")
+	}
+	noLeak(t)
+	code, out, errOut := gateway(t, "bench", "-fanout", "20", "-d", "200ms", "-warmup", "50ms", "-inflight", "1,4")
+	if code != 0 {
+		t.Fatalf("fanout: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, row := range []string{`(?m)^gateway fan-out +in-flight 1 +\d+ pushes/s`, `(?m)^plain Go loop +in-flight 4 +\d+ pushes/s`,
+		`(?m)^ratio +in-flight 4 +gateway \d+\.\d\dx of the plain loop$`} {
+		if !regexp.MustCompile(row).MatchString(out) {
+			t.Errorf("no %s in:\n%s", row, out)
+		}
+	}
+	code, out, errOut = gateway(t, "bench", "-idle", "50")
+	if code != 0 {
+		t.Fatalf("idle: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`^50 idle sessions \(login route 3\): RSS [-+]\d+ KiB = -?\d+\.\d KiB per session; CPU while idle`).MatchString(out) {
+		t.Errorf("idle report:\n%s", out)
+	}
+}

@@ -30,7 +30,9 @@
 ---@field gateway string The gateway's node name (node.name).
 
 ---The trusted ClientContext of a client frame (the handler's `client`):
----read-only, nothing in it comes from the body.
+---read-only, nothing in it comes from the body. It is a userdata whose fields
+---are read on access (assigning one raises); pairs, json.encode and the
+---JSON mapping see it as the table of its fields.
 ---@class ShieldClient: ShieldClientRef
 ---@field route string The route's name ("" when the route has none).
 ---@field route_id integer The route id of the frame.

@@ -53,8 +53,14 @@ func newLTable(acap int, hcap int) *LTable {
 	if acap != 0 {
 		tb.array = make([]LValue, 0, acap)
 	}
-	if hcap != 0 {
+	switch {
+	case hcap > smallStrKeys && hcap != defaultHashCap:
 		tb.strdict = make(map[string]LValue, hcap)
+	case hcap > 0 && hcap <= smallStrKeys:
+		// Shield patch 4: a few string keys live in a slice. NewTable's
+		// defaultHashCap says nothing about the keys to come: its slice
+		// is made at the first string key.
+		tb.strs = make([]strEntry, 0, hcap)
 	}
 	return tb
 }
@@ -232,7 +238,7 @@ func (tb *LTable) RawSet(key LValue, value LValue) {
 			return
 		}
 	case LString:
-		tb.RawSetString(string(v), value)
+		tb.setStr(string(v), key, value)
 		return
 	}
 	tb.setHash(key, value)
@@ -382,18 +388,30 @@ func (tb *LTable) trimArray() {
 }
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
-func (tb *LTable) RawSetString(key string, value LValue) {
-	if value == LNil {
-		if tb.strdict != nil {
-			delete(tb.strdict, key) // listed in keys until compactKeys
-		}
+// A table's first smallStrKeys string keys stay in its small part (Shield
+// patch 4); a key already in strdict is listed already, so only a new one
+// is boxed and listed.
+func (tb *LTable) RawSetString(key string, value LValue) { tb.setStr(key, nil, value) }
+
+// setStr sets a string key; lkey is the key boxed when the caller has it
+// (RawSet, RawSetH), which the small part keeps for Next.
+func (tb *LTable) setStr(key string, lkey LValue, value LValue) {
+	if tb.strdict == nil && tb.setSmall(key, lkey, value) {
 		return
 	}
-	if tb.strdict == nil {
-		tb.strdict = make(map[string]LValue, defaultHashCap)
+	if value == LNil {
+		delete(tb.strdict, key) // listed in keys until compactKeys
+		return
+	}
+	if _, ok := tb.strdict[key]; ok {
+		tb.strdict[key] = value
+		return
 	}
 	tb.strdict[key] = value
-	tb.listKey(LString(key))
+	if lkey == nil {
+		lkey = LString(key)
+	}
+	tb.listKey(lkey)
 }
 
 // RawSetH sets a given LValue to a given index without the __newindex metamethod.
@@ -402,7 +420,7 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 func (tb *LTable) RawSetH(key LValue, value LValue) {
 	switch k := key.(type) {
 	case LString:
-		tb.RawSetString(string(k), value)
+		tb.setStr(string(k), key, value)
 		return
 	case LNumber:
 		if isArrayKey(k) {
@@ -482,13 +500,7 @@ func (tb *LTable) RawGet(key LValue) LValue {
 			return tb.RawGetInt(int(v))
 		}
 	case LString:
-		if tb.strdict == nil {
-			return LNil
-		}
-		if ret, ok := tb.strdict[string(v)]; ok {
-			return ret
-		}
-		return LNil
+		return tb.getStr(string(v))
 	}
 	if tb.dict == nil {
 		return LNil
@@ -527,13 +539,7 @@ func (tb *LTable) RawGetH(key LValue) LValue {
 // hashGet looks key up in the hash part only.
 func (tb *LTable) hashGet(key LValue) LValue {
 	if s, ok := key.(LString); ok {
-		if tb.strdict == nil {
-			return LNil
-		}
-		if v, ok := tb.strdict[string(s)]; ok {
-			return v
-		}
-		return LNil
+		return tb.getStr(string(s))
 	}
 	if tb.dict == nil {
 		return LNil
@@ -545,15 +551,7 @@ func (tb *LTable) hashGet(key LValue) LValue {
 }
 
 // RawGetString returns an LValue associated with a given key without __index metamethod.
-func (tb *LTable) RawGetString(key string) LValue {
-	if tb.strdict == nil {
-		return LNil
-	}
-	if v, vok := tb.strdict[string(key)]; vok {
-		return v
-	}
-	return LNil
-}
+func (tb *LTable) RawGetString(key string) LValue { return tb.getStr(key) }
 
 // ForEach iterates over this table of elements, yielding each in turn to a given function.
 func (tb *LTable) ForEach(cb func(LValue, LValue)) {
@@ -562,6 +560,11 @@ func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 			if v != LNil {
 				cb(LNumber(i+1), v)
 			}
+		}
+	}
+	for i := range tb.strs {
+		if e := &tb.strs[i]; e.value != LNil {
+			cb(e.boxed(), e.value)
 		}
 	}
 	if tb.strdict != nil {
@@ -581,12 +584,16 @@ func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 }
 
 // This function is equivalent to lua_next ( http://www.lua.org/manual/5.1/manual.html#lua_next ).
-// It walks the array part in order, then the hash part in insertion order.
+// It walks the array part in order, then the small string part (Shield
+// patch 4) and the hash part, each in insertion order.
 // A key it does not know ends the traversal (Lua raises "invalid key to
 // 'next'").
 func (tb *LTable) Next(key LValue) (LValue, LValue) {
 	from := 0 // the array slot to go on from
 	if key != LNil {
+		if s, ok := key.(LString); ok && tb.strdict == nil {
+			return tb.nextSmallAfter(string(s))
+		}
 		k, inArray := tb.arrayResume(key)
 		if !inArray {
 			idx, ok := tb.k2i[key]
@@ -602,7 +609,7 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 			return LNumber(from + 1), v
 		}
 	}
-	return tb.nextHash(0)
+	return tb.nextSmall(0)
 }
 
 // arrayResume reports whether a traversal at key is in the array part, and

@@ -1,6 +1,6 @@
 package lua
 
-// Tests of the Shield patches to the table (PATCHES.md, patches 1 to 3):
+// Tests of the Shield patches to the table (PATCHES.md, patches 1 to 4):
 // a model-based check of every operation against a Go map, traversals that
 // delete as they go, and the bounds that the patches exist for.
 
@@ -71,6 +71,19 @@ func checkTable(t *testing.T, tb *LTable, model map[LValue]LValue, step string) 
 	}
 	if len(tb.k2i) != len(tb.keys)-countDead(tb.keys) || ints != tb.hashInts {
 		t.Fatalf("%s: %d keys (%d dead), %d in k2i, hashInts %d want %d", step, len(tb.keys), countDead(tb.keys), len(tb.k2i), tb.hashInts, ints)
+	}
+	if tb.strdict != nil && tb.strs != nil || len(tb.strs) > smallStrKeys {
+		t.Fatalf("%s: small part of %d with strdict %v", step, len(tb.strs), tb.strdict != nil)
+	}
+	small := map[string]bool{}
+	for _, e := range tb.strs {
+		if small[e.key] {
+			t.Fatalf("%s: %q twice in the small part", step, e.key)
+		}
+		small[e.key] = true
+		if e.lkey != nil && e.lkey != LString(e.key) {
+			t.Fatalf("%s: %q boxed as %v", step, e.key, e.lkey)
+		}
 	}
 	seen := map[LValue]bool{}
 	for k, v := tb.Next(LNil); k != LNil; k, v = tb.Next(k) {
@@ -205,6 +218,132 @@ func TestShieldTableModel(t *testing.T) {
 			}
 			checkTable(t, tb, model, "seed "+itoa(seed)+" step "+itoa(int64(step))+" "+desc+"("+itoa(int64(key))+")")
 		}
+	}
+}
+
+// TestShieldSmallStrings runs random string-key writes and deletes on
+// tables that start with each small-part capacity, so that keys come and
+// go in the small part, reuse its tombstones and spill to the map, and
+// checks each step against a map (patch 4).
+func TestShieldSmallStrings(t *testing.T) {
+	for seed := int64(1); seed <= 60; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		tb := newLTable(rng.Intn(2), []int{0, 1, 4, smallStrKeys, defaultHashCap}[rng.Intn(5)])
+		model := map[LValue]LValue{}
+		names := 4 + rng.Intn(12) // some seeds never pass smallStrKeys keys at once
+		for step := 0; step < 400; step++ {
+			key := "k" + itoa(int64(rng.Intn(names)))
+			var val LValue = LNumber(step)
+			if rng.Intn(3) == 0 {
+				val = LNil
+			}
+			switch rng.Intn(4) {
+			case 0:
+				tb.RawSet(LString(key), val)
+			case 1:
+				tb.RawSetH(LString(key), val)
+			default:
+				tb.RawSetString(key, val)
+			}
+			modelSet(model, LString(key), val)
+			if rng.Intn(5) == 0 { // other keys beside: an array part, a float
+				k := LNumber(1 + rng.Intn(3))
+				if rng.Intn(2) == 0 {
+					k += 0.5
+				}
+				tb.RawSet(k, LTrue)
+				model[k] = LTrue
+			}
+			if got := tb.RawGetString(key); got != model[LString(key)] && !(got == LNil && model[LString(key)] == nil) {
+				t.Fatalf("seed %d step %d: %s = %v, want %v", seed, step, key, got, model[LString(key)])
+			}
+			checkTable(t, tb, model, "seed "+itoa(seed)+" step "+itoa(int64(step))+" "+key)
+		}
+	}
+}
+
+// TestShieldSmallTraversal clears and assigns string keys while next walks
+// a table whose string keys are in the small part: every key is seen once.
+func TestShieldSmallTraversal(t *testing.T) {
+	for seed := int64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		tb := newLTable(0, 0)
+		model := map[LValue]LValue{}
+		for i := 0; i < 1+rng.Intn(smallStrKeys); i++ {
+			k := LString("s" + itoa(int64(i)))
+			tb.RawSet(k, LTrue)
+			model[k] = LTrue
+		}
+		for i := 1; i <= rng.Intn(5); i++ {
+			tb.RawSetInt(i, LTrue)
+			model[LNumber(i)] = LTrue
+		}
+		tb.RawSet(LNumber(0.5), LTrue)
+		model[LNumber(0.5)] = LTrue
+		if tb.strdict != nil {
+			t.Fatalf("seed %d: spilled with %d string keys", seed, len(model))
+		}
+		seen := map[LValue]bool{}
+		for k, _ := tb.Next(LNil); k != LNil; k, _ = tb.Next(k) {
+			if seen[k] {
+				t.Fatalf("seed %d: %v seen twice", seed, k)
+			}
+			seen[k] = true
+			switch rng.Intn(3) {
+			case 0:
+				tb.RawSet(k, LNil)
+			case 1:
+				tb.RawSet(k, LFalse)
+			}
+		}
+		if len(seen) != len(model) {
+			t.Fatalf("seed %d: saw %d keys of %d", seed, len(seen), len(model))
+		}
+		if k, _ := tb.Next(LString("absent")); k != LNil {
+			t.Fatalf("seed %d: next from an unknown key gave %v", seed, k)
+		}
+	}
+}
+
+// TestShieldSmallAllocs: a table of a few string fields costs the table and
+// its slice, and reading or re-setting a field allocates nothing.
+func TestShieldSmallAllocs(t *testing.T) {
+	v := LValue(LNumber(1))
+	if n := testing.AllocsPerRun(100, func() {
+		tb := newLTable(0, 4)
+		tb.RawSetString("a", v)
+		tb.RawSetString("b", v)
+		tb.RawSetString("c", v)
+		tb.RawSetString("d", v)
+	}); n > 2 {
+		t.Errorf("a 4-field table: %v allocations, want 2", n)
+	}
+	tb := newLTable(0, 0)
+	for _, k := range []string{"service", "instance", "deadline"} {
+		tb.RawSetString(k, v)
+	}
+	big := newLTable(0, 0)
+	for i := 0; i < 3*smallStrKeys; i++ {
+		big.RawSetString("k"+itoa(int64(i)), v)
+	}
+	boxed := []LValue{LString("x"), LString("y"), LString("name")}
+	walked := newLTable(0, 3)
+	for _, k := range boxed {
+		walked.RawSetH(k, v)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		for k, _ := walked.Next(LNil); k != LNil; k, _ = walked.Next(k) {
+		}
+	}); n != 0 {
+		t.Errorf("walking a table whose keys were set boxed: %v allocations", n)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		tb.RawSetString("deadline", v)
+		_ = tb.RawGetString("service")
+		big.RawSetString("k3", v)
+		_ = big.RawGetString("k20")
+	}); n != 0 {
+		t.Errorf("setting and reading existing fields: %v allocations", n)
 	}
 }
 

@@ -155,6 +155,10 @@ type LTable struct {
 	// integer key k with 1 <= k <= len(array) is never in them.
 	dict    map[LValue]LValue
 	strdict map[string]LValue
+	// strs holds the string keys instead of strdict while there are at
+	// most smallStrKeys of them, deleted ones included (Shield patch 4,
+	// table_small.go): it is nil once strdict is not.
+	strs []strEntry
 	// keys lists the hash part's keys in insertion order, for Next; k2i is
 	// each key's index in it. A deleted key stays listed (Next may still be
 	// asked for its successor) until compactKeys drops it; a key moved into

@@ -48,6 +48,23 @@ func mainLoopWithContext(L *LState, baseframe *callFrame) {
 		return
 	}
 
+	// Shield patch 5: a context that keeps a flag is polled through it, a
+	// load per instruction, instead of a select on its Done channel.
+	if f, ok := L.ctx.(Interrupter); ok {
+		stopped := f.Interrupted()
+		for {
+			cf = L.currentFrame
+			inst = cf.Fn.Proto.Code[cf.Pc]
+			cf.Pc++
+			if stopped.Load() {
+				L.RaiseError(L.ctx.Err().Error())
+				return
+			}
+			if jumpTable[int(inst>>26)](L, inst, baseframe) == 1 {
+				return
+			}
+		}
+	}
 	for {
 		cf = L.currentFrame
 		inst = cf.Fn.Proto.Code[cf.Pc]
