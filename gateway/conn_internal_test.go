@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"errors"
 	"log/slog"
 	"net"
@@ -126,7 +127,7 @@ func TestAdmittedAfterDrainGetsNotice(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
-	br := newStreamConn(cli, codec).br
+	br := bufio.NewReader(cli)
 	f, err := codec.ReadFrame(br)
 	if err != nil {
 		t.Fatal(err)

@@ -102,6 +102,7 @@ func (c *conn) own() {
 					return
 				}
 			}
+			s.Sending(batch)
 			done, err := c.fc.TryFlush()
 			if err != nil || !done {
 				c.startLoop(batch) // what did not go out is the loop's to wait for
@@ -143,6 +144,7 @@ func (c *conn) writeLoop(pending []session.Item) {
 		}
 	}
 	if pending != nil {
+		s.Sending(pending)
 		ok := c.flush(time.Now().Add(c.g.cfg.Session.WriteTimeout))
 		if ok {
 			recycleAnswers(pending)
@@ -213,23 +215,31 @@ func isDone(ch <-chan struct{}) bool {
 }
 
 // writeBatch writes the frames of a batch, each part of about batchBytes
-// under its own write_timeout. A failure ends the connection and reports
-// false.
+// under its own write_timeout. The answers of a part give their slots
+// back just before it is written (Session.Sending), not all at once: the
+// rest of a batch stuck behind a client that does not read still counts
+// (SPEC §7's bound on what one session holds). A failure ends the
+// connection and reports false.
 func (c *conn) writeBatch(batch []session.Item) bool {
+	s := c.p.s
 	timeout := c.g.cfg.Session.WriteTimeout
 	deadline := time.Now().Add(timeout)
+	from := 0
 	for i := range batch {
 		if err := c.put(batch[i].Frame); err != nil {
 			c.writeFailed(err)
 			return false
 		}
 		if c.fc.BatchBytes() >= batchBytes && i+1 < len(batch) {
+			s.Sending(batch[from : i+1])
+			from = i + 1
 			if !c.flush(deadline) {
 				return false
 			}
 			deadline = time.Now().Add(timeout)
 		}
 	}
+	s.Sending(batch[from:])
 	return c.flush(deadline)
 }
 

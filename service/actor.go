@@ -106,8 +106,15 @@ func (a *actor) loop() {
 			}
 		}
 		// Nothing left to do at once: the answers of this step go out
-		// before the loop waits.
-		a.flushAnswers()
+		// before the loop waits. A Go panic while handing them over (the
+		// Sink's) crashes the VM as one in a run would.
+		if len(a.answers) > 0 {
+			if a.dead.Load() {
+				a.flushAnswers()
+			} else {
+				a.safely(a.vm.Load(), func(*luavm.VM) { a.flushAnswers() })
+			}
+		}
 		a.arm()
 		lane := a.business.signal
 		if a.paused {

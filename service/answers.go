@@ -61,6 +61,10 @@ func (a *actor) flushAnswers() {
 	if len(a.answers) == 0 {
 		return
 	}
+	defer func() { // even when the Sink panics: no answer goes twice
+		clear(a.answers)
+		a.answers = a.answers[:0]
+	}()
 	switch sink := a.rt.Sink().(type) {
 	case nil:
 	case egress.BatchSink:
@@ -78,6 +82,4 @@ func (a *actor) flushAnswers() {
 			sink.Respond(&r) // a copy of its own: this Sink may keep it
 		}
 	}
-	clear(a.answers)
-	a.answers = a.answers[:0]
 }

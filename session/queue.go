@@ -25,6 +25,7 @@ const (
 type Item struct {
 	Frame *envelope.Frame
 	kind  itemKind
+	sent  bool // an answer whose slot Sending gave back
 }
 
 // Answer reports whether the item is a request's answer, queued by
@@ -137,6 +138,11 @@ func (q *queue) requeue(items []Item) {
 	}
 	q.mu.Lock()
 	q.items = append(append(make([]Item, 0, len(items)+len(q.items)), items...), q.items...)
+	for _, it := range items {
+		if it.kind == itemEcho {
+			q.echo = true
+		}
+	}
 	wake := q.wake
 	q.mu.Unlock()
 	if wake != nil {
@@ -145,11 +151,15 @@ func (q *queue) requeue(items []Item) {
 }
 
 // take appends every queued item to batch and empties the queue; what was
-// taken counts against the bounds until done.
+// taken counts against the bounds until done, except a heartbeat echo:
+// once taken it is no longer waiting (SPEC §7), so that the client's next
+// heartbeat, which may arrive as soon as the echo is written, and before
+// done, finds room.
 func (q *queue) take(batch []Item) []Item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	batch = append(batch, q.items...)
+	q.echo = false
 	clear(q.items)
 	if cap(q.items) > 64 {
 		q.items = nil // a burst should not pin its backing array on an idle session
@@ -171,8 +181,6 @@ func (q *queue) done(items []Item) {
 			q.pushBytes -= len(it.Frame.Body)
 		case itemRefusal:
 			q.refusals--
-		case itemEcho:
-			q.echo = false
 		}
 	}
 }

@@ -432,11 +432,14 @@ func TestQueueBounds(t *testing.T) {
 	if len(batch) != 4+10+6+1+1 {
 		t.Fatalf("took %d frames", len(batch))
 	}
-	if s.Offer(push) || s.Echo() {
+	if s.Offer(push) {
 		t.Fatal("frames taken by the write loop stopped counting before they were written")
 	}
+	if !s.Echo() { // TestEchoWaitingUntilTaken
+		t.Fatal("an echo taken by the write loop still waits")
+	}
 	s.Written(batch)
-	if !s.Offer(push) || !s.Echo() {
+	if !s.Offer(push) || s.Echo() {
 		t.Fatal("the bounds did not reset once the frames were written")
 	}
 	s.Close(Closed, nil)
@@ -460,7 +463,8 @@ func TestQueueBytes(t *testing.T) {
 }
 
 // TestInflightSlots: TryAcquire takes at most max_inflight slots however
-// many goroutines ask at once; an answer holds its slot until Written.
+// many goroutines ask at once; an answer holds its slot until the writer
+// is about to write it (Sending), or drops it.
 func TestInflightSlots(t *testing.T) {
 	s := New(1, "a", testProfile, Binding{Gateway: "gw"}, Limits{MaxInflight: 8, Outbound: 1, OutboundBytes: 1}, Hooks{})
 	var wg sync.WaitGroup
@@ -485,9 +489,53 @@ func TestInflightSlots(t *testing.T) {
 	if s.Inflight() != 8 {
 		t.Fatal("an answer gave its slot back before it was taken to be written")
 	}
-	s.Take(nil)
+	batch := s.Take(nil)
+	if s.Inflight() != 8 {
+		t.Fatal("an answer gave its slot back when taken, before the writer was about to write it")
+	}
+	s.Sending(batch)
+	s.Sending(batch)
 	if s.Inflight() != 7 {
-		t.Fatalf("%d slots after the answer was taken, want 7", s.Inflight())
+		t.Fatalf("%d slots after the answer's Sending (twice), want 7", s.Inflight())
+	}
+	s.Written(batch)
+	if s.Inflight() != 7 {
+		t.Fatalf("%d slots after the sent answer was Written, want 7", s.Inflight())
+	}
+	// An answer dropped before Sending (its connection failed) gives its
+	// slot back at Written; one requeued keeps it.
+	s.Answer(&envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 2})
+	s.Answer(&envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 3})
+	batch = s.Take(nil)
+	s.Requeue(batch[1:])
+	s.Written(batch[:1])
+	if s.Inflight() != 6 {
+		t.Fatalf("%d slots after one answer dropped and one requeued, want 6", s.Inflight())
+	}
+	s.Written(s.Take(nil))
+	if s.Inflight() != 5 {
+		t.Fatalf("%d slots after the requeued answer was dropped, want 5", s.Inflight())
+	}
+}
+
+// TestEchoWaitingUntilTaken (SPEC §7): a heartbeat echo finds room unless
+// an earlier one waits; one the writer took is not waiting, even before
+// it is Written (the client may send its next heartbeat as soon as the
+// echo arrives). A requeued echo waits again.
+func TestEchoWaitingUntilTaken(t *testing.T) {
+	s := New(1, "a", testProfile, Binding{Gateway: "gw"}, testLimits, Hooks{})
+	if !s.Echo() || s.Echo() {
+		t.Fatal("want the first echo queued and the second refused while it waits")
+	}
+	batch := s.Take(nil)
+	if !s.Echo() {
+		t.Fatal("an echo taken by the writer still counted as waiting")
+	}
+	s.Written(batch)
+	batch = s.Take(nil)
+	s.Requeue(batch)
+	if s.Echo() {
+		t.Fatal("a requeued echo did not count as waiting")
 	}
 }
 

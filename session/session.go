@@ -80,8 +80,8 @@ type Hooks struct {
 	// invalid, with the binding it had: the owner leaves the registry,
 	// counts it and tells the target.
 	Closed func(s *Session, b Binding, r Reason)
-	// Answered runs when the write loop takes a request's answer to write
-	// it (the pipelined-login gate opens then, SPEC §5).
+	// Answered runs when the writer is about to write a request's answer
+	// (Sending; the pipelined-login gate opens then, SPEC §5).
 	Answered func(s *Session)
 }
 
@@ -188,8 +188,8 @@ func (s *Session) Offer(f *envelope.Frame) bool {
 }
 
 // Answer queues the one answer a request is owed, holding the slot the
-// request took until the write loop takes it (SPEC §5: an answer not yet
-// written counts). It reports false only when the session closed.
+// request took until the writer is about to write it (Sending; SPEC §5:
+// an answer not yet written counts). It reports false only when the session closed.
 func (s *Session) Answer(f *envelope.Frame) bool {
 	if s.isClosed() {
 		return false
@@ -246,17 +246,28 @@ func (s *Session) Status(f *envelope.Frame) bool {
 var heartbeat = &envelope.Frame{Kind: envelope.Heartbeat}
 
 // Take moves every queued frame into batch for the write loop, and
-// returns it. The answers among them give their max_inflight slots back
-// now, as they go to the socket (SPEC §5: until its answer is written a
-// request counts; a client reading its answer must find its slot free),
-// and the owner hears that answers went out (the Answered hook). The
-// frames go on counting against the queue's bounds until Written.
+// returns it. The frames go on counting against the queue's bounds until
+// Written, and the answers among them hold their max_inflight slots until
+// Sending.
 func (s *Session) Take(batch []Item) []Item {
-	n := len(batch)
-	batch = s.out.take(batch)
+	return s.out.take(batch)
+}
+
+// Sending tells the session that the writer is about to hand these frames
+// of a batch from Take to the socket (they are encoded; what follows them
+// in the batch is not yet): their answers give their max_inflight slots
+// back now, before the write, since a client reading its answer must find
+// its slot free (SPEC §5: until its answer is written a request counts),
+// and the owner hears that answers went out (the Answered hook). Until
+// then, an answer the writer holds (a batch stuck behind a client that
+// does not read) keeps its slot, so that such a client cannot get more
+// than max_inflight answers made for it. Sending an item twice is
+// harmless.
+func (s *Session) Sending(items []Item) {
 	answered := false
-	for _, it := range batch[n:] {
-		if it.kind == itemAnswer {
+	for i := range items {
+		if items[i].kind == itemAnswer && !items[i].sent {
+			items[i].sent = true
 			s.Release()
 			answered = true
 		}
@@ -264,24 +275,29 @@ func (s *Session) Take(batch []Item) []Item {
 	if answered && s.hooks.Answered != nil {
 		s.hooks.Answered(s)
 	}
-	return batch
 }
 
 // Requeue puts a batch Take gave back at the head of the queue, in order,
 // for a write loop whose connection lost the session before writing it.
-// The answers among them hold no slot any more.
 func (s *Session) Requeue(batch []Item) {
 	for i := range batch {
-		if batch[i].kind == itemAnswer {
-			batch[i].kind = itemStatus // room always; its slot is gone
+		if batch[i].kind == itemAnswer && batch[i].sent {
+			batch[i].kind = itemStatus // room always; its slot is back
 		}
 	}
 	s.out.requeue(batch)
 }
 
 // Written tells the session that the write loop wrote (or dropped) what
-// Take gave it: those frames stop counting against the queue's bounds.
+// Take gave it: those frames stop counting against the queue's bounds, and
+// an answer dropped before Sending gives its slot back.
 func (s *Session) Written(batch []Item) {
+	for i := range batch {
+		if batch[i].kind == itemAnswer && !batch[i].sent {
+			batch[i].sent = true
+			s.Release()
+		}
+	}
 	s.out.done(batch)
 	clear(batch)
 }
