@@ -94,10 +94,10 @@ func TestBroadcastPastASlowMember(t *testing.T) {
 	// says the flood outran m0's writer, which may still be moving frames
 	// into kernel buffers of any size, and would then make room for the
 	// broadcast. The queue stays full once the writer is blocked on a full
-	// socket: poll until a push of the broadcast's size is refused at once,
-	// after the writer has had a poll's interval to drain (or m0 is gone:
-	// write_timeout closed it, refused all the same). Only the count of
-	// pushes depends on the kernel's buffers.
+	// socket: poll until a push of the broadcast's size has been refused
+	// at once for a while (or m0 is gone: write_timeout closed it, refused
+	// all the same). Only the count of pushes depends on the kernel's
+	// buffers.
 	type floodResult struct {
 		Sent int    `json:"sent"`
 		Code string `json:"code"`
@@ -109,9 +109,13 @@ func TestBroadcastPastASlowMember(t *testing.T) {
 	if flood.Code != "client_rpc.queue_full" {
 		t.Fatalf("flooding the slow member: %+v", flood)
 	}
-	topped, polls := 0, 0
+	// Full means refused at once by every poll for 300 ms: the kernel
+	// takes more of a blocked writer's bytes in steps (its send buffer
+	// grows, a zero-window probe every 200 ms or more), and each step
+	// makes room in the queue for a while.
+	topped := 0
+	var fullSince time.Time
 	wiretest.Eventually(t, "the slow member's queue full and its writer blocked", func() bool {
-		polls++
 		if err := c.Call(ctx, 3, map[string]int{"member": 1, "size": size, "max": 10000}, &topUp); err != nil {
 			t.Fatal(err)
 		}
@@ -119,9 +123,13 @@ func TestBroadcastPastASlowMember(t *testing.T) {
 			t.Fatalf("topping up the slow member's queue: %+v", topUp)
 		}
 		topped += topUp.Sent
-		// The first poll follows the flood at once; a later one
-		// follows a refusal by a poll's interval.
-		return topUp.Sent == 0 && polls > 1
+		switch {
+		case topUp.Sent > 0:
+			fullSince = time.Time{}
+		case fullSince.IsZero():
+			fullSince = time.Now()
+		}
+		return !fullSince.IsZero() && time.Since(fullSince) >= 300*time.Millisecond
 	})
 	var got struct {
 		Accepted int                       `json:"accepted"`

@@ -354,6 +354,9 @@ func TestIdleTimeout(t *testing.T) {
 	t.Run("slowloris", func(t *testing.T) {
 		for _, listener := range []string{"idlen", "delimiter"} {
 			t.Run(listener, func(t *testing.T) {
+				// The clock starts before the dial: the gateway's may
+				// start as it accepts, before the client's dial returns.
+				started := time.Now()
 				w := s.dial(t, listener)
 				// A frame that would be valid, one byte every 50ms.
 				frame := idlen(1, routeEcho, 1, strings.Repeat(" ", 100))
@@ -377,7 +380,6 @@ func TestIdleTimeout(t *testing.T) {
 					}
 				}()
 				defer func() { close(stop); <-done }()
-				started := time.Now()
 				w.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionIdleTimeout)})
 				if el := time.Since(started); el < idle {
 					t.Fatalf("closed after %v, before idle_timeout", el)
