@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -199,5 +200,65 @@ func TestHelp(t *testing.T) {
 	code, out, _ := gateway(t, "help")
 	if code != 0 || !strings.Contains(out, "gateway check [-c FILE]") {
 		t.Errorf("exit %d, stdout:\n%s", code, out)
+	}
+}
+
+// TestRoutesCommand: `gateway routes` prints the merged route table from
+// layers 1 and 2 alone (no VM, so scripts need not exist), with each
+// route's codec, and exits 1 naming both declarations of a conflict.
+func TestRoutesCommand(t *testing.T) {
+	noLeak(t)
+	dir := t.TempDir()
+	const cfg = `node: {name: rt}
+network:
+  listeners:
+    - {name: game, address: "127.0.0.1:0", entry_service: a}
+actors:
+  - name: a
+    script: missing.lua
+    rpc:
+      routes:
+        - {id: 1, name: hello, binding: hello, requires_auth: false}
+  - name: b
+    script: missing-too.lua
+    rpc:
+      routes:
+        - {id: %d, name: ping, binding: ping}
+`
+	write := func(name string, id int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(fmt.Sprintf(cfg, id)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	code, out, errOut := gateway(t, "routes", "-c", write("ok.yaml", 2))
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	rows := table(t, strings.Split(strings.TrimRight(out, "\n"), "\n"))
+	want := []map[string]string{
+		{"ID": "1", "NAME": "hello", "DIRECTION": "c2s", "OWNER": "a", "BINDING": "hello", "REQUIRES_AUTH": "false", "ACTION": "decode_local", "CODEC": "json"},
+		{"ID": "2", "NAME": "ping", "DIRECTION": "c2s", "OWNER": "b", "BINDING": "ping", "REQUIRES_AUTH": "true", "ACTION": "decode_local", "CODEC": "json"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), out)
+	}
+	for i, w := range want {
+		for col, v := range w {
+			if rows[i][col] != v {
+				t.Errorf("row %d column %s = %q, want %q", i, col, rows[i][col], v)
+			}
+		}
+	}
+	bad := write("conflict.yaml", 1)
+	code, out, errOut = gateway(t, "routes", "-c", bad)
+	if code != 1 || out != "" {
+		t.Fatalf("a conflict: exit %d, stdout %q", code, out)
+	}
+	for _, s := range []string{`rpc route conflict: id 1 is declared by actor "a" (line 10) and actor "b" (line 15)`, bad + ": 1 error(s)"} {
+		if !strings.Contains(errOut, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, errOut)
+		}
 	}
 }
