@@ -262,3 +262,33 @@ actors:
 		}
 	}
 }
+
+// TestREADMECheckOutput: the README shows `gateway check`'s output for the
+// example game as it really is, byte for byte (a newcomer compares it).
+func TestREADMECheckOutput(t *testing.T) {
+	noLeak(t)
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const intro = "`go run ./cmd/gateway check` prints the compiled route table:\n\n"
+	_, after, ok := strings.Cut(string(readme), intro)
+	if !ok {
+		t.Fatalf("README has no %q", intro)
+	}
+	var shown []string
+	for _, line := range strings.Split(after, "\n") {
+		if line != "" && !strings.HasPrefix(line, "    ") {
+			break
+		}
+		shown = append(shown, strings.TrimPrefix(line, "    "))
+	}
+	code, out, errOut := gateway(t, "check", "-c", example)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	got := strings.ReplaceAll(out, example, "configs/actors.yaml")
+	if want := strings.TrimRight(strings.Join(shown, "\n"), "\n") + "\n"; got != want {
+		t.Errorf("README shows:\n%s\ncheck prints:\n%s", want, got)
+	}
+}
