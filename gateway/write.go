@@ -96,17 +96,8 @@ func (c *conn) own() {
 				clear(batch)
 				continue
 			}
-			for i := range batch {
-				if err := c.put(batch[i].Frame); err != nil {
-					c.startLoop(batch) // the loop fails it again, and ends the connection
-					return
-				}
-			}
-			s.Sending(batch)
-			done, err := c.fc.TryFlush()
-			if err != nil || !done {
-				c.startLoop(batch) // what did not go out is the loop's to wait for
-				return
+			if !c.tryBatch(batch) {
+				return // the write loop has the rest
 			}
 			recycleAnswers(batch)
 			s.Written(batch)
@@ -116,6 +107,36 @@ func (c *conn) own() {
 			return
 		}
 	}
+}
+
+// tryBatch writes a batch without blocking, in parts of about batchBytes
+// as writeBatch does: a part's answers give their slots back just before it
+// goes out (Session.Sending), and no more than a part is encoded ahead of
+// the socket. When the socket does not take a part whole (or a frame
+// cannot be written) it hands the write loop what was encoded, gives the
+// rest back to the queue, in order, still counting, and reports false.
+func (c *conn) tryBatch(batch []session.Item) bool {
+	s := c.p.s
+	from := 0
+	for i := range batch {
+		if err := c.put(batch[i].Frame); err != nil {
+			s.Requeue(batch[i+1:])
+			c.startLoop(batch[:i+1]) // the loop fails it again, and ends the connection
+			return false
+		}
+		if c.fc.BatchBytes() < batchBytes && i+1 < len(batch) {
+			continue
+		}
+		s.Sending(batch[from : i+1])
+		from = i + 1
+		done, err := c.fc.TryFlush()
+		if err != nil || !done {
+			s.Requeue(batch[i+1:])
+			c.startLoop(batch[:i+1]) // what did not go out is the loop's to wait for
+			return false
+		}
+	}
+	return true
 }
 
 // startLoop starts the write loop, which takes over the write side from

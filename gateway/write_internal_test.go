@@ -20,13 +20,16 @@ import (
 
 // recordConn is a frameConn that records its writes: each TryFlush or
 // Flush that wrote something is one write, with the frames it carried.
-// TryFlush fails (a full socket) while full is set, and Flush blocks while
-// hold is held.
+// TryFlush fails (a full socket) while full is set, and from the
+// fullAt-th on (counting from 1; 0: never); Flush blocks while hold is
+// held.
 type recordConn struct {
 	mu      sync.Mutex // guards everything below
 	pending []*envelope.Frame
 	writes  [][]*envelope.Frame
 	full    bool
+	fullAt  int
+	tries   int
 	closed  bool
 
 	hold sync.Mutex // held by a test to make Flush wait
@@ -53,7 +56,16 @@ func (r *recordConn) WriteFrame(f *envelope.Frame) error {
 	return nil
 }
 
-func (r *recordConn) BatchBytes() int { return 0 }
+// BatchBytes is the body bytes of the frames not yet written.
+func (r *recordConn) BatchBytes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, f := range r.pending {
+		n += len(f.Body)
+	}
+	return n
+}
 
 func (r *recordConn) TryFlush() (bool, error) {
 	r.mu.Lock()
@@ -61,7 +73,8 @@ func (r *recordConn) TryFlush() (bool, error) {
 	if r.closed {
 		return false, net.ErrClosed
 	}
-	if r.full {
+	r.tries++
+	if r.full || (r.fullAt > 0 && r.tries >= r.fullAt) {
 		return false, nil
 	}
 	r.flushLocked()
@@ -169,6 +182,45 @@ func TestAnswersOfOneStepInOneWrite(t *testing.T) {
 	}
 	if n := writeLoops(); n != 0 {
 		t.Errorf("%d write loops running", n)
+	}
+}
+
+// TestPartsGiveSlotsBackAsTheyGo (SPEC §5, §7): a batch goes out in parts
+// of about batchBytes; a part's answers give their max_inflight slots back
+// just before it is written, and when the socket does not take a part, the
+// write loop gets that part and the rest goes back to the queue still
+// holding its slots, so a client that stops reading cannot have more
+// answers made for it than max_inflight, nor more than a part encoded
+// ahead of its socket.
+func TestPartsGiveSlotsBackAsTheyGo(t *testing.T) {
+	g := newFakeGateway(t, &fakeServices{})
+	rc := &recordConn{fullAt: 2} // the first part goes out, the second finds the socket full
+	c := attached(t, g, rc)
+	s := c.p.s
+	big := make([]byte, 40<<10)
+	var answers []*egress.Response
+	for id := uint64(1); id <= 5; id++ {
+		s.TryAcquire()
+		a := answer(c, id)
+		a.Body = big
+		answers = append(answers, a)
+	}
+	rc.hold.Lock() // the write loop's Flush waits
+	g.RespondAll(answers)
+	waitFor(t, "write loop", func() bool { return writeLoops() == 1 })
+	rc.mu.Lock()
+	writes, pending := len(rc.writes), len(rc.pending)
+	rc.mu.Unlock()
+	if writes != 1 || pending != 2 {
+		t.Errorf("%d writes and %d frames encoded ahead, want 1 write (answers 1 and 2) and 2 (answers 3 and 4)", writes, pending)
+	}
+	if n := s.Inflight(); n != 1 {
+		t.Errorf("%d slots held while the second part waits, want 1 (answer 5, not yet encoded)", n)
+	}
+	rc.hold.Unlock()
+	waitFor(t, "every answer written", func() bool { return s.Inflight() == 0 && writeLoops() == 0 })
+	if got := rc.sizes(); len(got) != 3 || got[0] != 2 || got[1] != 2 || got[2] != 1 {
+		t.Errorf("writes of %v frames, want 2, 2, 1", got)
 	}
 }
 
