@@ -291,10 +291,9 @@ func TestCloseWritesNoticeAndEnds(t *testing.T) {
 	}
 }
 
-// TestIdleSessionHasNoWriter: over a real socket, a session whose
-// heartbeat was echoed (written by its read loop) runs one goroutine, its
-// read loop, and no write loop.
-func TestIdleSessionHasNoWriter(t *testing.T) {
+// servedConn serves a gateway over real sockets and dials it.
+func servedConn(t *testing.T) (*Gateway, net.Conn) {
+	t.Helper()
 	g := newFakeGateway(t, &fakeServices{})
 	if err := g.Listen(); err != nil {
 		t.Fatal(err)
@@ -308,7 +307,15 @@ func TestIdleSessionHasNoWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(func() { nc.Close() })
+	return g, nc
+}
+
+// TestIdleSessionHasNoWriter: over a real socket, a session whose
+// heartbeat was echoed (written by its read loop) runs one goroutine, its
+// read loop, and no write loop.
+func TestIdleSessionHasNoWriter(t *testing.T) {
+	_, nc := servedConn(t)
 	beat := []byte{0, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0} // idlen heartbeat
 	if _, err := nc.Write(beat); err != nil {
 		t.Fatal(err)
@@ -331,20 +338,7 @@ func TestIdleSessionHasNoWriter(t *testing.T) {
 // session is written by the gateway's push writers, and no write loop is
 // left behind.
 func TestPushWrittenByPushWriter(t *testing.T) {
-	g := newFakeGateway(t, &fakeServices{})
-	if err := g.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	g.Serve()
-	t.Cleanup(func() {
-		g.StopAccepting()
-		g.CloseAll()
-	})
-	nc, err := net.Dial("tcp", g.Addr("game").String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	g, nc := servedConn(t)
 	var s *session.Session
 	waitFor(t, "the session", func() bool {
 		all := g.sessions.All()
