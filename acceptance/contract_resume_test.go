@@ -108,7 +108,12 @@ func TestResumeAfterDrop(t *testing.T) {
 			late := c.raw(t, env)
 			late.Send(resumeFrame(tok))
 			late.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionResumeFailed)})
+			// Dropped again, the session is suspended again: wait for it,
+			// so that the next envelope's count starts from a still gauge.
 			again.NC.Close()
+			wiretest.Eventually(t, "the session suspended again", func() bool {
+				return testutil.ToFloat64(c.Srv.Metrics.SessionsSuspended) == suspended+1
+			})
 		})
 	}
 }
