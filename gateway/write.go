@@ -99,8 +99,6 @@ func (c *conn) own() {
 			if !c.tryBatch(batch) {
 				return // the write loop has the rest
 			}
-			recycleAnswers(batch)
-			s.Written(batch)
 			c.fc.Release()
 		}
 		if c.release() {
@@ -127,16 +125,28 @@ func (c *conn) tryBatch(batch []session.Item) bool {
 		if c.fc.BatchBytes() < batchBytes && i+1 < len(batch) {
 			continue
 		}
-		s.Sending(batch[from : i+1])
+		part := batch[from : i+1]
 		from = i + 1
+		s.Sending(part)
 		done, err := c.fc.TryFlush()
 		if err != nil || !done {
 			s.Requeue(batch[i+1:])
-			c.startLoop(batch[:i+1]) // what did not go out is the loop's to wait for
+			c.startLoop(part) // what did not go out is the loop's to wait for
 			return false
 		}
+		c.wrote(part)
 	}
 	return true
+}
+
+// wrote is the end of a part of a batch that went out: its answer frames
+// serve again, and its frames stop counting against the session's bounds
+// and are let go now, not when the whole batch is done (a part that went
+// out must not hold memory while a later one waits for the socket).
+// Calling it again on the same part does nothing.
+func (c *conn) wrote(part []session.Item) {
+	recycleAnswers(part)
+	c.p.s.Written(part)
 }
 
 // startLoop starts the write loop, which takes over the write side from
@@ -252,11 +262,13 @@ func (c *conn) writeBatch(batch []session.Item) bool {
 			return false
 		}
 		if c.fc.BatchBytes() >= batchBytes && i+1 < len(batch) {
-			s.Sending(batch[from : i+1])
+			part := batch[from : i+1]
 			from = i + 1
+			s.Sending(part)
 			if !c.flush(deadline) {
 				return false
 			}
+			c.wrote(part)
 			deadline = time.Now().Add(timeout)
 		}
 	}
