@@ -137,11 +137,15 @@ func (d *deliveries) add(x delivery) { d.items = append(d.items, x) }
 // Admit's last row failing: the frame's slot is given back, a gate it
 // claimed opens, and the request gets its error frame.
 func (d *deliveries) flush() {
+	if len(d.items) == 0 {
+		return
+	}
+	svc := d.items[0].p.g.svc // one read loop's: one gateway's
+	all, batched := svc.(allDeliverer)
 	for i := 0; i < len(d.items); {
 		x := &d.items[i]
-		all, ok := x.p.g.svc.(allDeliverer)
-		if !ok {
-			if err := x.p.g.svc.Deliver(x.target, x.in); err != nil {
+		if !batched {
+			if err := svc.Deliver(x.target, x.in); err != nil {
 				x.refused(err)
 			}
 			i++

@@ -277,16 +277,12 @@ func (s *Session) Sending(items []Item) {
 	}
 }
 
-// Requeue puts a batch Take gave back at the head of the queue, in order,
-// for a write loop whose connection lost the session before writing it.
-func (s *Session) Requeue(batch []Item) {
-	for i := range batch {
-		if batch[i].kind == itemAnswer && batch[i].sent {
-			batch[i].kind = itemStatus // room always; its slot is back
-		}
-	}
-	s.out.requeue(batch)
-}
+// Requeue puts frames Take gave out back at the head of the queue, in
+// order: a batch whose connection lost the session before writing it, or
+// the rest of a batch the socket would not take yet. They still count, and
+// an answer keeps its slot until Sending (an item remembers whether it was
+// sent, so one requeued after Sending is not given back twice).
+func (s *Session) Requeue(batch []Item) { s.out.requeue(batch) }
 
 // Written tells the session that the write loop wrote (or dropped) what
 // Take gave it: those frames stop counting against the queue's bounds, and
