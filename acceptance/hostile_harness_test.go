@@ -135,7 +135,9 @@ func (h *hostileProc) metric(t testing.TB, name string) float64 {
 }
 
 // liveHeap forces a collection in the gateway (its heap profile with
-// gc=1) and returns the heap it keeps: the bytes of live objects.
+// gc=1) and returns the heap it keeps: the bytes that collection found
+// live (go_gc_heap_live_bytes), not counting what the gateway allocated
+// after it, as go_memstats_heap_alloc_bytes would.
 func (h *hostileProc) liveHeap(t testing.TB) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + h.admin + "/debug/pprof/heap?gc=1")
@@ -144,7 +146,7 @@ func (h *hostileProc) liveHeap(t testing.TB) float64 {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return h.metric(t, "go_memstats_heap_alloc_bytes")
+	return h.metric(t, "go_gc_heap_live_bytes")
 }
 
 // rss is the gateway's resident set in bytes, from /proc.

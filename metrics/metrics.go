@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"maps"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,13 @@ type Metrics struct {
 	clusterOnce sync.Once
 	cluster     *Cluster // nil until EnableCluster (cluster.go)
 }
+
+// liveHeap adds go_gc_heap_live_bytes to the Go collector's metrics: the
+// heap the last collection found live, which is what the heap watch
+// compares with lua.heap_limit_bytes (go_memstats_heap_alloc_bytes also
+// counts the garbage made since).
+var liveHeap = collectors.WithGoCollectorRuntimeMetrics(
+	collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})
 
 // New creates the metrics on a fresh registry, with the Go runtime and
 // process collectors.
@@ -94,7 +102,7 @@ func New() *Metrics {
 	r.MustRegister(m.Sessions, m.EdgeDropped, m.ProtocolErrors, m.Requests, m.HandlerSeconds, m.EgressRejected,
 		m.SessionsClosed, m.SessionsRefused, m.VMRestarts, m.AcceptErrors, m.LimitsHit, m.DroppedResponses,
 		m.SessionsSuspended, m.SessionResumes, m.IncidentsNotLogged, m.Reloads, m.VMGenerations,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(liveHeap), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
