@@ -146,7 +146,11 @@ func (h *hostileProc) liveHeap(t testing.TB) float64 {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return h.metric(t, "go_gc_heap_live_bytes")
+	live := h.metric(t, "go_gc_heap_live_bytes")
+	if live == 0 { // absent from /metrics: every bound would hold
+		t.Fatal("no go_gc_heap_live_bytes on /metrics")
+	}
+	return live
 }
 
 // rss is the gateway's resident set in bytes, from /proc.
