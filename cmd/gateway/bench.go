@@ -82,9 +82,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case *f.serveEcho != "":
-		return serveEcho(stdout, stderr, *f.serveEcho)
+		return serveBaseline(stdout, stderr, "baseline echo", func() (*bench.EchoServer, error) { return bench.NewEchoServer(*f.serveEcho) })
 	case *f.serveFan != "":
-		return serveFan(stdout, stderr, *f.serveFan)
+		return serveBaseline(stdout, stderr, "fan-out baseline", func() (*bench.FanServer, error) { return bench.NewFanServer(*f.serveFan) })
 	case *f.writeConfig != "":
 		path, err := bench.EchoConfig{Listen: *f.listen, Fan: *f.fanListen, Admin: *f.adminAddr}.Write(*f.writeConfig)
 		if err != nil {
@@ -284,15 +284,22 @@ func writeProfile(name, path string) error {
 	return pprof.Lookup(name).WriteTo(out, 0)
 }
 
-// serveEcho serves the baseline echo at addr until SIGINT or SIGTERM.
-func serveEcho(stdout, stderr io.Writer, addr string) int {
-	s, err := bench.NewEchoServer(addr)
+// baseline is a baseline server of package bench: the echo or the fan-out loop.
+type baseline interface {
+	Addr() string
+	Close()
+}
+
+// serveBaseline serves what start starts (named what) until SIGINT or
+// SIGTERM.
+func serveBaseline[S baseline](stdout, stderr io.Writer, what string, start func() (S, error)) int {
+	s, err := start()
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
 	defer s.Close()
-	fmt.Fprintln(stdout, "baseline echo listening on", s.Addr())
+	fmt.Fprintln(stdout, what, "listening on", s.Addr())
 	waitSignal()
 	return 0
 }

@@ -69,16 +69,3 @@ func fanoutCmd(stdout, stderr io.Writer, f *benchFlags) int {
 	}
 	return 0
 }
-
-// serveFan serves the fan-out baseline at addr until SIGINT or SIGTERM.
-func serveFan(stdout, stderr io.Writer, addr string) int {
-	s, err := bench.NewFanServer(addr)
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
-	}
-	defer s.Close()
-	fmt.Fprintln(stdout, "fan-out baseline listening on", s.Addr())
-	waitSignal()
-	return 0
-}
