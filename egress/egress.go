@@ -39,8 +39,10 @@ type Response struct {
 	SessionID uint64
 	RouteID   uint32
 	RequestID uint64
-	Body      []byte
-	Err       *codes.Error // set: an error frame instead of a response
+	// Body is read-only: a forward_raw answer shares the memory of the
+	// handler's Lua string (codec.EncodeResponse).
+	Body []byte
+	Err  *codes.Error // set: an error frame instead of a response
 	// Notify marks a notify's end: nothing is written, but the session's
 	// in-flight count goes down and the outcome is counted.
 	Notify bool

@@ -92,8 +92,10 @@ type Frame struct {
 	// route by it instead of RouteID.
 	Route string
 	// Body is the business body, opaque to the envelope. A decoded Body is
-	// freshly allocated (it crosses goroutines) and nil when empty. On the
-	// legacy envelopes it is the raw JSON of "payload".
+	// freshly allocated (it crosses goroutines) and nil when empty, and
+	// nothing writes to it after the decode: the Lua string a handler gets
+	// may share its memory. On the legacy envelopes it is the raw JSON of
+	// "payload".
 	Body []byte
 	// Code and Message are an Error's or a Notice's. The header envelopes
 	// carry them as the JSON body {"code":"...","message":"..."}.

@@ -30,7 +30,9 @@ type ClientContext struct {
 // ClientIngress is one client frame delivered to its session's target VM.
 type ClientIngress struct {
 	Client ClientContext
-	Body   []byte
+	// Body is the frame's own memory (envelope.Frame.Body), read-only from
+	// now on: a forward_raw handler's string shares it (codec.DecodeRequest).
+	Body []byte
 	// Codec is the listener profile's body codec key ("json", "raw",
 	// "protobuf/<listener>"); the VM decodes the body with it.
 	Codec string
