@@ -188,14 +188,12 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 		// arrives as a recovered Go panic. It is the script's error, and
 		// the VM is intact: the dead thread held the only broken state.
 		vm.finish(t, nil, vm.classify(t, &lua.ApiError{Type: lua.ApiErrorRun, Object: lua.LString("stack overflow")}))
+	case err != nil && !vm.raised:
+		// A panic in Go code under the handler, recovered by gopher-lua
+		// without passing through the hook: the VM may be corrupt.
+		vm.markCrashed("go panic inside a handler", t.label(), err.Error(), "")
+		vm.finish(t, nil, vm.crashErr())
 	case err != nil:
-		if !vm.raised {
-			// A panic in Go code under the handler, recovered by gopher-lua
-			// without passing through the hook: the VM may be corrupt.
-			vm.markCrashed("go panic inside a handler", t.label(), err.Error(), "")
-			vm.finish(t, nil, vm.crashErr())
-			return
-		}
 		vm.finish(t, nil, vm.classify(t, err))
 	case st == lua.ResumeYield && len(vals) > 0 && vals[0] == vm.done:
 		vm.putThread(t.co)
@@ -213,6 +211,10 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 		// The loop never returns; if it did, the thread is spent.
 		vm.finish(t, vals, nil)
 	}
+	// The values were read (finish is done with them): their slice serves
+	// the next run, holding nothing of this one.
+	clear(vals)
+	vm.rets = vals[:0]
 }
 
 // resumeTask resumes t's coroutine, recovering a Go panic that escapes
@@ -224,7 +226,14 @@ func (vm *VM) resumeTask(t *task, args []lua.LValue) (st lua.ResumeState, err er
 			panicked = r
 		}
 	}()
-	st, err, vals = vm.l.Resume(t.co, vm.body, args...)
+	// The values go into the VM's scratch slice, taken from it meanwhile
+	// so that a run started while finish still reads them gets its own.
+	rets := vm.rets
+	vm.rets = nil
+	if rets == nil {
+		rets = make([]lua.LValue, 0, 4)
+	}
+	st, err, vals = vm.l.ResumeInto(rets, t.co, vm.body, args...)
 	return st, err, vals, nil
 }
 

@@ -123,6 +123,7 @@ type VM struct {
 	nextID                  uint64
 	current                 *task        // the task being resumed, if any
 	args                    []lua.LValue // scratch for start
+	rets                    []lua.LValue // scratch for a run's results (resumeTask)
 	raised                  bool         // the last error came through panicHook
 	trace                   string       // its traceback
 	crashed                 bool

@@ -1942,6 +1942,15 @@ func (ls *LState) Status(th *LState) string {
 }
 
 func (ls *LState) Resume(th *LState, fn *LFunction, args ...LValue) (ResumeState, error, []LValue) {
+	return ls.ResumeInto(nil, th, fn, args...)
+}
+
+// ResumeInto is Resume with the values returned or yielded appended to
+// rets[:0] instead of a new slice (Shield patch 6): a caller that resumes
+// coroutines per message and reads their values at once reuses one slice,
+// which saves an allocation per resume. A nil rets allocates as Resume
+// does.
+func (ls *LState) ResumeInto(rets []LValue, th *LState, fn *LFunction, args ...LValue) (ResumeState, error, []LValue) {
 	isstarted := th.isStarted()
 	if !isstarted {
 		base := 0
@@ -1984,7 +1993,10 @@ func (ls *LState) Resume(th *LState, fn *LFunction, args ...LValue) (ResumeState
 	top := ls.GetTop()
 	threadRun(th)
 	haserror := LVIsFalse(ls.Get(top + 1))
-	ret := make([]LValue, 0, ls.GetTop())
+	ret := rets[:0]
+	if rets == nil {
+		ret = make([]LValue, 0, ls.GetTop())
+	}
 	for idx := top + 2; idx <= ls.GetTop(); idx++ {
 		ret = append(ret, ls.Get(idx))
 	}
