@@ -35,8 +35,9 @@ const (
 )
 
 // clientValue is a client and the userdata that stands for it, in one
-// allocation (with a handler's task, see ingressTask): the userdata's
-// Value points back into the same object.
+// allocation: the userdata's Value points back into the same object. A
+// script may keep it, so it is never reused (the handler's task is, see
+// VM.recycle).
 type clientValue struct {
 	ud   lua.LUserData
 	c    ingress.ClientContext
@@ -70,9 +71,10 @@ func (vm *VM) installClientMeta() {
 	vm.clientMeta = meta
 }
 
-// frameClient makes cv the handler's client for the frame c on handler
-// h's route.
-func (vm *VM) frameClient(cv *clientValue, c *ingress.ClientContext, h handler) *lua.LUserData {
+// frameClient makes the handler's client for the frame c on handler h's
+// route.
+func (vm *VM) frameClient(c *ingress.ClientContext, h handler) *lua.LUserData {
+	cv := &clientValue{}
 	vm.initClient(cv, *c, clientFrame)
 	if c.Route == h.route.Name {
 		cv.route = h.name

@@ -2,6 +2,7 @@ package luavm_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shieldrpc/shield/egress"
@@ -101,4 +102,30 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+// TestKeptClientsStayTheirs checks that a client a script keeps is its
+// own: the VM reuses the task of a handler that answered at once
+// (VM.recycle), never the client, so every kept client still shows the
+// frame it came with, whatever ran since (handlers that answered at once,
+// and one that suspended in shield.sleep).
+func TestKeptClientsStayTheirs(t *testing.T) {
+	cases := []luaCase{
+		{name: "keep", body: `kept[#kept + 1] = client return ""`},
+		{name: "keep after a sleep", body: `shield.sleep(1) kept[#kept + 1] = client return ""`},
+		{name: "list", body: `local ids = {} for i, c in ipairs(kept) do ids[i] = c.request_id end return ids`},
+	}
+	a, aScript := caseActor("a", "", `local kept = {}`, cases)
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
+	var want []string
+	for i := 0; i < 20; i++ {
+		route := uint32(1)
+		if i%5 == 4 {
+			route = 2
+		}
+		id := w.Send(t, "a", route, "{}")
+		luatest.Expect(t, w.Await(t, id), `""`, "")
+		want = append(want, fmt.Sprint(id))
+	}
+	luatest.Expect(t, w.Ask(t, "a", 3, "{}"), "["+strings.Join(want, ",")+"]", "")
 }

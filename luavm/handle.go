@@ -59,8 +59,9 @@ func (vm *VM) budgetFrom(received time.Time) time.Time {
 func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 	c := &in.Client
 	now := time.Now()
-	it := &ingressTask{task: task{in: in, deadline: vm.budgetFrom(in.Received)}}
-	t := &it.task
+	t := vm.newTask()
+	t.in, t.deadline = in, vm.budgetFrom(in.Received)
+	defer vm.recycle(t)
 	// SPEC §4: a frame whose session closed does not run (its answer goes
 	// nowhere, but is counted), and one from before a rebind is stale.
 	if code, ok := vm.stale.check(c.Ref, now); ok {
@@ -81,15 +82,7 @@ func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 		vm.finish(t, nil, err)
 		return
 	}
-	vm.start(t, h.fn, vm.ctx, vm.frameClient(&it.client, c, h), req)
-}
-
-// ingressTask is a client frame's task and its handler's client, made in
-// one allocation. A script that keeps the client keeps this much alive, and
-// no more: finish drops the task's frame.
-type ingressTask struct {
-	task
-	client clientValue
+	vm.start(t, h.fn, vm.ctx, vm.frameClient(c, h), req)
 }
 
 func routeLabel(c *ingress.ClientContext) string {
@@ -176,7 +169,9 @@ func (vm *VM) encodeFailed(t *task, reason string) *codes.Error {
 // client the gateway made.
 func (vm *VM) HandleCall(c *Call) {
 	now := time.Now()
-	t := &task{call: c, deadline: now.Add(vm.spec.HandlerTimeout)}
+	t := vm.newTask()
+	t.call, t.deadline = c, now.Add(vm.spec.HandlerTimeout)
+	defer vm.recycle(t)
 	if !c.Deadline.IsZero() && c.Deadline.Before(t.deadline) {
 		t.deadline = c.Deadline
 	}

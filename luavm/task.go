@@ -70,6 +70,37 @@ const (
 // poolMax bounds the idle message coroutines a VM keeps.
 const poolMax = 256
 
+// freeTasksMax bounds the finished tasks a VM keeps for reuse.
+const freeTasksMax = 64
+
+// newTask returns a zero task, reused when one is free (see recycle).
+func (vm *VM) newTask() *task {
+	if n := len(vm.freeTasks); n > 0 {
+		t := vm.freeTasks[n-1]
+		vm.freeTasks[n-1] = nil
+		vm.freeTasks = vm.freeTasks[:n-1]
+		return t
+	}
+	return new(task)
+}
+
+// recycle takes back a task that finished without ever suspending, once
+// the call that started it returns: a handler that answers at once costs
+// no task allocation. Such a task was never in vm.tasks, the timer heap or
+// a pending entry (run puts it there only when it yields, and sets its
+// budget then), vm.current is cleared after every resume, and the client a
+// script may keep is an allocation of its own: nothing points at it any
+// more. A task that suspended is left to the collector instead, so that a
+// stale pointer to it (a late reply, a timer) can never reach the next
+// message's task.
+func (vm *VM) recycle(t *task) {
+	if !t.done || t.budget != nil || len(vm.freeTasks) >= freeTasksMax {
+		return
+	}
+	*t = task{}
+	vm.freeTasks = append(vm.freeTasks, t)
+}
+
 func (vm *VM) getThread() *lua.LState {
 	if n := len(vm.pool); n > 0 {
 		th := vm.pool[n-1]

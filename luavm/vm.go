@@ -124,6 +124,7 @@ type VM struct {
 	current                 *task        // the task being resumed, if any
 	args                    []lua.LValue // scratch for start
 	rets                    []lua.LValue // scratch for a run's results (resumeTask)
+	freeTasks               []*task      // finished tasks for reuse (recycle)
 	raised                  bool         // the last error came through panicHook
 	trace                   string       // its traceback
 	crashed                 bool
