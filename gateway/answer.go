@@ -17,7 +17,7 @@ import (
 // A notify's outcome only gives its slot back. Both are counted in
 // shield_requests_total.
 func (g *Gateway) Respond(r *egress.Response) {
-	if s := g.respond(r); s != nil {
+	if s := g.respondTo(g.sessions.Get(r.SessionID), r); s != nil {
 		s.Wake()
 	}
 }
@@ -30,9 +30,13 @@ var _ egress.BatchSink = (*Gateway)(nil)
 func (g *Gateway) RespondAll(rs []*egress.Response) {
 	var wake [16]*session.Session // most steps answer a few sessions
 	woken := wake[:0]
+	var last *session.Session // the session of the answer before: a step's answers come in runs of one session
 next:
 	for _, r := range rs {
-		s := g.respond(r)
+		if last == nil || last.ID != r.SessionID {
+			last = g.sessions.Get(r.SessionID)
+		}
+		s := g.respondTo(last, r)
 		if s == nil {
 			continue
 		}
@@ -48,9 +52,12 @@ next:
 	}
 }
 
-// respond queues r's answer without waking the session's connection, and
-// returns the session to wake, or nil when nothing was queued.
-func (g *Gateway) respond(r *egress.Response) *session.Session {
+// respondTo queues r's answer to s, its session as the registry had it
+// (nil when gone), without waking the session's connection, and returns
+// the session to wake, or nil when nothing was queued. A session that
+// closed since it was looked up refuses the answer (AnswerLater), which
+// is then dropped as it would be for a session gone.
+func (g *Gateway) respondTo(s *session.Session, r *egress.Response) *session.Session {
 	// The descriptor is the authority on a route's name: an answer that
 	// does not carry it (a dead VM's unavailable) is still labelled by
 	// name, as SPEC §9 asks, and the legacy envelopes carry it.
@@ -59,7 +66,6 @@ func (g *Gateway) respond(r *egress.Response) *session.Session {
 	if route == "" && er != nil {
 		route = er.Name
 	}
-	s := g.sessions.Get(r.SessionID)
 	var f *envelope.Frame
 	if s != nil && !r.Notify {
 		f = answerFrame(r, route)

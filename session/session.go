@@ -106,6 +106,10 @@ type Session struct {
 	att        *Attachment // the connection's hold; nil while suspended
 	resumeWait *resumeWait // the suspended session's timer
 
+	// authed is binding.PlayerID != "", written under mu with it, so that
+	// the read loop's question for every frame (which frame cap, SPEC §3)
+	// takes no lock.
+	authed   atomic.Bool
 	inflight atomic.Int32
 	limits   Limits
 	out      queue
@@ -120,6 +124,7 @@ func New(id uint64, remote string, p *Profile, b Binding, l Limits, h Hooks) *Se
 	b.Epoch = 1
 	s := &Session{ID: id, RemoteAddr: remote, Profile: p, ConnectedAt: time.Now(), binding: b, limits: l, hooks: h,
 		att: newAttachment(), done: make(chan struct{})}
+	s.authed.Store(b.PlayerID != "")
 	s.out.init(l)
 	return s
 }
@@ -144,7 +149,7 @@ func (s *Session) Current() (egress.ClientRef, bool) {
 }
 
 // Authenticated reports whether the session is bound to a player.
-func (s *Session) Authenticated() bool { return s.Binding().PlayerID != "" }
+func (s *Session) Authenticated() bool { return s.authed.Load() }
 
 // TryAcquire takes one of the session's max_inflight slots for a request
 // or notify going to its service; false when all are taken (SPEC §5).
@@ -332,6 +337,7 @@ func (s *Session) rebind(target egress.ActorID, playerID string, bound func(Bind
 	}
 	s.binding.Target = target
 	s.binding.PlayerID = playerID
+	s.authed.Store(playerID != "")
 	s.binding.Epoch++
 	if bound != nil {
 		bound(s.binding)
