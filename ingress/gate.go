@@ -1,6 +1,9 @@
 package ingress
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Gate is SPEC §5's one-at-a-time rule for a session without a player_id:
 // a frame that arrives while an earlier request of the session is in its
@@ -16,10 +19,23 @@ import "sync"
 // once it is bound. T is what a held frame carries (the gateway's frame
 // and its arrival time).
 type Gate[T any] struct {
-	mu       sync.Mutex // guards everything below
+	mu       sync.Mutex // guards busy, draining and held
 	busy     bool       // an unauthenticated request is in the service
 	draining bool       // Answered is letting held frames go
 	held     []T
+
+	// shut (busy, draining or frames held) and claimed (busy) are the
+	// state as Enter and Busy report it, written under mu with every
+	// change (publish), so that the questions asked of every frame and
+	// every answer take no lock: they report one instant's state, as they
+	// did under the lock.
+	shut, claimed atomic.Bool
+}
+
+// publish writes the state Enter and Busy read; mu is held.
+func (g *Gate[T]) publish() {
+	g.shut.Store(g.busy || g.draining || len(g.held) > 0)
+	g.claimed.Store(g.busy)
 }
 
 // Enter decides for a frame that arrived: with hold false the caller
@@ -27,11 +43,9 @@ type Gate[T any] struct {
 // must Claim the gate before delivering it); with hold true the caller
 // has to Hold it (take its token and slot) and then Push it.
 func (g *Gate[T]) Enter() (hold bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	// Frames behind held ones wait too, authenticated or not, so that
 	// none overtakes another.
-	return g.busy || g.draining || len(g.held) > 0
+	return g.shut.Load()
 }
 
 // Claim marks an unauthenticated request as entering its service, just
@@ -42,6 +56,7 @@ func (g *Gate[T]) Enter() (hold bool) {
 func (g *Gate[T]) Claim() {
 	g.mu.Lock()
 	g.busy = true
+	g.publish()
 	g.mu.Unlock()
 }
 
@@ -52,6 +67,7 @@ func (g *Gate[T]) Push(v T) (release bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.held = append(g.held, v)
+	g.publish()
 	return !g.busy && !g.draining
 }
 
@@ -65,15 +81,17 @@ func (g *Gate[T]) Release(admit func(T)) {
 	g.mu.Lock()
 	g.busy = false
 	if g.draining {
+		g.publish()
 		g.mu.Unlock()
 		return
 	}
 	g.draining = true
+	g.publish()
 	for len(g.held) > 0 && !g.busy {
 		v := g.held[0]
 		var zero T
 		g.held[0] = zero
-		g.held = g.held[1:]
+		g.held = g.held[1:] // shut stays: draining
 		g.mu.Unlock()
 		admit(v)
 		g.mu.Lock()
@@ -82,15 +100,12 @@ func (g *Gate[T]) Release(admit func(T)) {
 		g.held = nil
 	}
 	g.draining = false
+	g.publish()
 	g.mu.Unlock()
 }
 
 // Busy reports whether a request claimed the gate and is not answered yet.
-func (g *Gate[T]) Busy() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.busy
-}
+func (g *Gate[T]) Busy() bool { return g.claimed.Load() }
 
 // Drop forgets every held frame (the session closed); release is called
 // for each, to give its slot back.
@@ -98,6 +113,7 @@ func (g *Gate[T]) Drop(release func(T)) {
 	g.mu.Lock()
 	held := g.held
 	g.held = nil
+	g.publish()
 	g.mu.Unlock()
 	for _, v := range held {
 		release(v)
