@@ -9,6 +9,7 @@ import (
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/metrics"
 	"github.com/shieldrpc/shield/session"
 )
 
@@ -17,7 +18,10 @@ import (
 // A notify's outcome only gives its slot back. Both are counted in
 // shield_requests_total.
 func (g *Gateway) Respond(r *egress.Response) {
-	if s := g.respondTo(g.sessions.Get(r.SessionID), r); s != nil {
+	var t metrics.Tally
+	s := g.respondTo(g.sessions.Get(r.SessionID), r, &t)
+	t.Flush(g.m) // counted before it can be written
+	if s != nil {
 		s.Wake()
 	}
 }
@@ -26,17 +30,19 @@ var _ egress.BatchSink = (*Gateway)(nil)
 
 // RespondAll queues every answer of rs, then wakes each session they are
 // for once: a session's answers among them go out in one write (a
-// service's actor hands over the answers of one step so).
+// service's actor hands over the answers of one step so). Their metrics
+// are added up first and counted together (metrics.Tally).
 func (g *Gateway) RespondAll(rs []*egress.Response) {
 	var wake [16]*session.Session // most steps answer a few sessions
 	woken := wake[:0]
+	var t metrics.Tally
 	var last *session.Session // the session of the answer before: a step's answers come in runs of one session
 next:
 	for _, r := range rs {
 		if last == nil || last.ID != r.SessionID {
 			last = g.sessions.Get(r.SessionID)
 		}
-		s := g.respondTo(last, r)
+		s := g.respondTo(last, r, &t)
 		if s == nil {
 			continue
 		}
@@ -47,6 +53,7 @@ next:
 		}
 		woken = append(woken, s)
 	}
+	t.Flush(g.m) // counted before they can be written
 	for _, s := range woken {
 		s.Wake()
 	}
@@ -56,8 +63,8 @@ next:
 // (nil when gone), without waking the session's connection, and returns
 // the session to wake, or nil when nothing was queued. A session that
 // closed since it was looked up refuses the answer (AnswerLater), which
-// is then dropped as it would be for a session gone.
-func (g *Gateway) respondTo(s *session.Session, r *egress.Response) *session.Session {
+// is then dropped as it would be for a session gone. Its metrics go to t.
+func (g *Gateway) respondTo(s *session.Session, r *egress.Response, t *metrics.Tally) *session.Session {
 	// The descriptor is the authority on a route's name: an answer that
 	// does not carry it (a dead VM's unavailable) is still labelled by
 	// name, as SPEC §9 asks, and the legacy envelopes carry it.
@@ -84,7 +91,7 @@ func (g *Gateway) respondTo(s *session.Session, r *egress.Response) *session.Ses
 	if label == "" {
 		label = strconv.FormatUint(uint64(r.RouteID), 10)
 	}
-	g.m.Request(r.Service, label, code, time.Since(r.Received))
+	t.Add(g.m, r.Service, label, code, time.Since(r.Received))
 	switch {
 	case s == nil:
 		if !r.Notify {

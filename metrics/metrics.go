@@ -5,11 +5,9 @@
 package metrics
 
 import (
-	"maps"
 	"regexp"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,7 +22,7 @@ type Metrics struct {
 	EdgeDropped      *prometheus.CounterVec // reason
 	ProtocolErrors   *prometheus.CounterVec // reason
 	Requests         *prometheus.CounterVec // service, route, code
-	HandlerSeconds   *prometheus.HistogramVec
+	handlerSeconds   *handlerHistogram      // service, route (requests.go)
 	EgressRejected   *prometheus.CounterVec // reason
 	SessionsClosed   *prometheus.CounterVec // reason
 	SessionsRefused  prometheus.Counter
@@ -69,10 +67,7 @@ func New() *Metrics {
 			Help: "Connections closed for an envelope violation, by reason (SPEC §3)."}, []string{"reason"}),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_requests_total",
 			Help: "Answered client requests, by service, route and code (ok or the error code)."}, []string{"service", "route", "code"}),
-		HandlerSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "shield_handler_seconds",
-			Help:    "Time from delivery to a service until the answer, by service and route.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15}},
-			[]string{"service", "route"}),
+		handlerSeconds: newHandlerHistogram(),
 		EgressRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_egress_rejected_total",
 			Help: "Pushes refused by the gateway's egress checks, by reason (SPEC §7)."}, []string{"reason"}),
 		SessionsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_sessions_closed_total",
@@ -99,7 +94,7 @@ func New() *Metrics {
 		VMGenerations: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shield_vm_generation",
 			Help: "The code version each service runs: 1 at start, one more per reload that replaced its VMs."}, []string{"service"}),
 	}
-	r.MustRegister(m.Sessions, m.EdgeDropped, m.ProtocolErrors, m.Requests, m.HandlerSeconds, m.EgressRejected,
+	r.MustRegister(m.Sessions, m.EdgeDropped, m.ProtocolErrors, m.Requests, m.handlerSeconds, m.EgressRejected,
 		m.SessionsClosed, m.SessionsRefused, m.VMRestarts, m.AcceptErrors, m.LimitsHit, m.DroppedResponses,
 		m.SessionsSuspended, m.SessionResumes, m.IncidentsNotLogged, m.Reloads, m.VMGenerations,
 		collectors.NewGoCollector(liveHeap), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -129,48 +124,3 @@ func (m *Metrics) VMGeneration(service string, gen int) {
 // HeapLimitHit counts the heap watch stopping runs (service.Metrics), as
 // shield_limits_hit_total{limit="heap_limit_bytes"}.
 func (m *Metrics) HeapLimitHit() { m.LimitsHit.WithLabelValues("heap_limit_bytes").Inc() }
-
-// Request counts one answered request and observes its handler time. It
-// runs once per request, so the label lookups are cached: the label sets
-// are bounded (services and routes from the descriptor, codes from a closed
-// set).
-func (m *Metrics) Request(service, route, code string, d time.Duration) {
-	k := requestKey{service, route, code}
-	var rm requestMetrics
-	ok := false
-	if c := m.reqCache.Load(); c != nil {
-		rm, ok = (*c)[k]
-	}
-	if !ok {
-		rm = m.cacheRequest(k)
-	}
-	rm.count.Inc()
-	rm.seconds.Observe(d.Seconds())
-}
-
-// cacheRequest returns k's metrics, adding them to a new copy of the cache.
-func (m *Metrics) cacheRequest(k requestKey) requestMetrics {
-	m.reqMu.Lock()
-	defer m.reqMu.Unlock()
-	old := m.reqCache.Load()
-	if old != nil {
-		if rm, ok := (*old)[k]; ok {
-			return rm
-		}
-	}
-	rm := requestMetrics{m.Requests.WithLabelValues(k.service, k.route, k.code), m.HandlerSeconds.WithLabelValues(k.service, k.route)}
-	next := make(map[requestKey]requestMetrics, 1)
-	if old != nil {
-		next = maps.Clone(*old)
-	}
-	next[k] = rm
-	m.reqCache.Store(&next)
-	return rm
-}
-
-type requestKey struct{ service, route, code string }
-
-type requestMetrics struct {
-	count   prometheus.Counter
-	seconds prometheus.Observer
-}
