@@ -51,6 +51,17 @@ func (vm *VM) budgetFrom(received time.Time) time.Time {
 	return received.Add(vm.spec.HandlerTimeout)
 }
 
+// nowSince is the time now, read as the time since received when that
+// is set: one reading of the monotonic clock instead of time.Now's two
+// (wall and monotonic), which cost a few percent of a forward_raw echo's
+// CPU read once per message.
+func nowSince(received time.Time) time.Time {
+	if received.IsZero() {
+		return time.Now()
+	}
+	return received.Add(time.Since(received))
+}
+
 // HandleIngress runs the route's handler for a client frame (SPEC §4, §6).
 // A request gets exactly one answer through the gateway, whatever
 // happens; a notify never gets one, but its outcome is reported too. in is
@@ -58,7 +69,7 @@ func (vm *VM) budgetFrom(received time.Time) time.Time {
 // once answered.
 func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 	c := &in.Client
-	now := time.Now()
+	now := nowSince(in.Received)
 	t := vm.newTask()
 	t.in, t.deadline = in, vm.budgetFrom(in.Received)
 	defer vm.recycle(t)
