@@ -93,7 +93,7 @@ func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingres
 			}
 		}
 		if out != nil {
-			out.add(delivery{p: p, target: b.Target, in: in, f: frameHead(f), claimed: claimed})
+			out.add(delivery{p: p, target: b.Target, in: in, notify: notify, claimed: claimed})
 			return nil
 		}
 		return p.g.svc.Deliver(b.Target, in)
@@ -119,13 +119,13 @@ type deliveries struct {
 }
 
 // delivery is one admitted frame waiting in deliveries, with what its
-// refusal needs: its session, its frame without the body (which the
-// ingress holds), and whether it claimed the gate.
+// refusal needs besides the ingress (which has the frame's ids and route):
+// its session, its kind, and whether it claimed the gate.
 type delivery struct {
 	p       *peer
 	target  egress.ActorID
 	in      *ingress.ClientIngress
-	f       envelope.Frame
+	notify  bool
 	claimed bool
 }
 
@@ -176,13 +176,18 @@ func (d *deliveries) flush() {
 
 // refused undoes the admission of a frame its target refused.
 func (x *delivery) refused(err *codes.Error) {
+	c := &x.in.Client
+	f := envelope.Frame{Kind: envelope.Request, RouteID: c.RouteID, RequestID: c.RequestID, Route: c.Route}
+	if x.notify {
+		f.Kind = envelope.Notify
+	}
 	x.in.Release() // never delivered: still the gateway's
 	x.p.s.Release()
-	v := ingress.Refused(err, x.f.Kind == envelope.Notify)
+	v := ingress.Refused(err, x.notify)
 	if x.claimed {
 		x.p.gate.Release(x.p.admitHeld)
 	}
-	x.p.refuse(&x.f, v)
+	x.p.refuse(&f, v)
 }
 
 // allDeliverer is a Services that takes several frames for one target in
@@ -190,13 +195,6 @@ func (x *delivery) refused(err *codes.Error) {
 // room for and says how many, and why not the rest.
 type allDeliverer interface {
 	DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (int, *codes.Error)
-}
-
-// frameHead is f without its body: what a refusal needs to answer it.
-func frameHead(f *envelope.Frame) envelope.Frame {
-	h := *f
-	h.Body = nil
-	return h
 }
 
 // answered is the session's Answered hook: a request's answer goes out,
