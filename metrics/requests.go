@@ -58,27 +58,35 @@ func newHandlerHistogram() *handlerHistogram {
 
 // of returns the series of k, making it when it is new.
 func (h *handlerHistogram) of(k seriesKey) *histSeries {
-	if m := h.series.Load(); m != nil {
-		if s, ok := (*m)[k]; ok {
-			return s
+	return cached(&h.series, &h.mu, k, func() *histSeries { return &histSeries{created: time.Now()} })
+}
+
+// cached returns k's value in the map at p, or adds newValue()'s to a new copy
+// of it (under mu, which serialises the writers): the map is replaced
+// whole, so that a lookup takes no lock. For caches of bounded label sets,
+// written once per label set.
+func cached[K comparable, V any](p *atomic.Pointer[map[K]V], mu *sync.Mutex, k K, newValue func() V) V {
+	if m := p.Load(); m != nil {
+		if v, ok := (*m)[k]; ok {
+			return v
 		}
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	old := h.series.Load()
+	mu.Lock()
+	defer mu.Unlock()
+	old := p.Load()
 	if old != nil {
-		if s, ok := (*old)[k]; ok {
-			return s
+		if v, ok := (*old)[k]; ok {
+			return v
 		}
 	}
-	next := map[seriesKey]*histSeries{}
+	next := map[K]V{}
 	if old != nil {
 		next = maps.Clone(*old)
 	}
-	s := &histSeries{created: time.Now()}
-	next[k] = s
-	h.series.Store(&next)
-	return s
+	v := newValue()
+	next[k] = v
+	p.Store(&next)
+	return v
 }
 
 // add adds an entry's observations to its series.
@@ -183,32 +191,9 @@ func (m *Metrics) Request(service, route, code string, d time.Duration) {
 // label sets are bounded (services and routes from the descriptor, codes
 // from a closed set).
 func (m *Metrics) requestMetrics(k requestKey) requestMetrics {
-	if c := m.reqCache.Load(); c != nil {
-		if rm, ok := (*c)[k]; ok {
-			return rm
-		}
-	}
-	return m.cacheRequest(k)
-}
-
-// cacheRequest returns k's metrics, adding them to a new copy of the cache.
-func (m *Metrics) cacheRequest(k requestKey) requestMetrics {
-	m.reqMu.Lock()
-	defer m.reqMu.Unlock()
-	old := m.reqCache.Load()
-	if old != nil {
-		if rm, ok := (*old)[k]; ok {
-			return rm
-		}
-	}
-	rm := requestMetrics{m.Requests.WithLabelValues(k.service, k.route, k.code), m.handlerSeconds.of(seriesKey{k.service, k.route})}
-	next := make(map[requestKey]requestMetrics, 1)
-	if old != nil {
-		next = maps.Clone(*old)
-	}
-	next[k] = rm
-	m.reqCache.Store(&next)
-	return rm
+	return cached(&m.reqCache, &m.reqMu, k, func() requestMetrics {
+		return requestMetrics{m.Requests.WithLabelValues(k.service, k.route, k.code), m.handlerSeconds.of(seriesKey{k.service, k.route})}
+	})
 }
 
 type requestKey struct{ service, route, code string }
