@@ -40,9 +40,11 @@ network:
   admin: {address: "127.0.0.1:0"}
 log: {format: json, level: info}
 %s`, port, actors)
-	_, game, _ := startProcess(t, a)
+	_, game, aAdmin := startProcess(t, a)
 	s, _, sAdmin := startProcess(t, svc)
-	waitFor(t, 10*time.Second, "the service node ready", func() bool { return readyz(sAdmin) == 200 })
+	waitFor(t, 10*time.Second, "both nodes ready, each seeing the other", func() bool {
+		return clusterSeen(t, 2, aAdmin, sAdmin)
+	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -111,10 +113,12 @@ func TestClusterGatewaySIGKILL(t *testing.T) {
 			"network:\n%s  admin: {address: \"127.0.0.1:0\"}\nlog: {format: json, level: info}\n%s", name, services, cluster, l, actors)
 	}
 	nats := fmt.Sprintf("nats: \"nats://127.0.0.1:%d\"", port)
-	_, gameA, _ := startProcess(t, node("gw-a", "[auth]", fmt.Sprintf("embedded: \"127.0.0.1:%d\"", port), true))
+	_, gameA, aAdmin := startProcess(t, node("gw-a", "[auth]", fmt.Sprintf("embedded: \"127.0.0.1:%d\"", port), true))
 	b, gameB, bAdmin := startProcess(t, node("gw-b", "[]", nats, true))
 	_, _, sAdmin := startProcess(t, node("svc-1", "[player, room]", nats, false))
-	waitFor(t, 10*time.Second, "B and the service node ready", func() bool { return readyz(bAdmin) == 200 && readyz(sAdmin) == 200 })
+	waitFor(t, 10*time.Second, "the three nodes ready, each seeing the others", func() bool {
+		return clusterSeen(t, 3, aAdmin, bAdmin, sAdmin)
+	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -174,6 +178,19 @@ func exampleClusterActors(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return "actors:\n" + strings.ReplaceAll(actors, "../services/", services+"/")
+}
+
+// clusterSeen reports whether every node of admins is ready and counts n
+// live nodes. A node's own readiness says nothing of what the others
+// heard: a gateway that has not yet heard a service node's announcement
+// answers a login for it unavailable.
+func clusterSeen(t *testing.T, n int, admins ...string) bool {
+	for _, a := range admins {
+		if readyz(a) != 200 || scrape(t, a, "shield_cluster_nodes") != float64(n) {
+			return false
+		}
+	}
+	return true
 }
 
 func freeLoopbackPort(t *testing.T) int {
