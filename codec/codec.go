@@ -2,7 +2,9 @@ package codec
 
 import (
 	"bytes"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -29,12 +31,15 @@ type Codec interface {
 const JSONName = "json"
 
 // registry maps a codec name to its Codec. Registration normally happens in
-// init functions, but lookups happen while configs compile, possibly from
-// tests in parallel, so it is guarded anyway.
-var registry = struct {
-	sync.RWMutex
-	byName map[string]Codec // guarded by the RWMutex
-}{byName: map[string]Codec{}}
+// init functions, but it may happen while configs compile, possibly from
+// tests in parallel, so a registration replaces the map whole (under mu)
+// and a lookup reads it without a lock: every request's body is decoded
+// and its answer encoded through one, from every actor at once, and the
+// readers' count of an RWMutex was a cache line they all wrote.
+var registry struct {
+	mu     sync.Mutex // serialises Register
+	byName atomic.Pointer[map[string]Codec]
+}
 
 // Register makes c available to Lookup under c.Name(). As with grpc-go's
 // encoding.RegisterCodec, a later registration under the same name replaces
@@ -48,16 +53,23 @@ func Register(c Codec) {
 	if name == "" {
 		panic("codec: Register of a Codec with an empty name")
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	registry.byName[name] = c
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	next := map[string]Codec{}
+	if old := registry.byName.Load(); old != nil {
+		next = maps.Clone(*old)
+	}
+	next[name] = c
+	registry.byName.Store(&next)
 }
 
 // Lookup returns the codec registered under name, and whether there is one.
 func Lookup(name string) (Codec, bool) {
-	registry.RLock()
-	defer registry.RUnlock()
-	c, ok := registry.byName[name]
+	m := registry.byName.Load()
+	if m == nil {
+		return nil, false
+	}
+	c, ok := (*m)[name]
 	return c, ok
 }
 

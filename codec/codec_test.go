@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"maps"
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
@@ -29,9 +30,11 @@ func (fakeCodec) Encode(*lua.LState, string, lua.LValue) ([]byte, error) { retur
 func TestRegister(t *testing.T) {
 	Register(fakeCodec{"test-fake"})
 	t.Cleanup(func() {
-		registry.Lock()
-		delete(registry.byName, "test-fake")
-		registry.Unlock()
+		registry.mu.Lock()
+		next := maps.Clone(*registry.byName.Load())
+		delete(next, "test-fake")
+		registry.byName.Store(&next)
+		registry.mu.Unlock()
 	})
 	if c, ok := Lookup("test-fake"); !ok || c.Name() != "test-fake" {
 		t.Fatalf("Lookup after Register = %v, %v", c, ok)
