@@ -19,10 +19,16 @@
 # a time). With FANOUT=N, each round also pushes to a room of N members of
 # each build's fan service and of the plain Go loop (each a process of its
 # own); with IDLE=N, each build in a fresh process holds N idle sessions.
+# INFLIGHT (default "1 16") and ROUTES (default "1 2": forward_raw, json)
+# choose the rows; BASELINE=0 leaves out the raw echo. So many short
+# rounds of one row load the two builds in turn, the way to compare two
+# builds closer than the machine's noise between rounds:
+#   INFLIGHT=16 ROUTES=1 BASELINE=0 bench/compare.sh A B 6 5s
 # The AFTER binary is the load tool.
 set -eu
 before=$1 after=$2 rounds=${3:-3} dur=${4:-5s}
 login=${LOGIN:-3} fanout=${FANOUT:-0} idle=${IDLE:-0}
+inflight=${INFLIGHT:-1 16} routes=${ROUTES:-1 2} baseline=${BASELINE:-1}
 tmp=$(mktemp -d)
 pids=""
 trap 'kill $pids 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
@@ -56,7 +62,7 @@ stop() { # name
 	eval "kill \$pid_$1; wait \$pid_$1 2>/dev/null || true"
 }
 load() { # label addr route pid login
-	for d in 1 16; do
+	for d in $inflight; do
 		"$after" bench -addr "$2" -route "$3" -inflight $d -d "$dur" -warmup 1s -pid "$4" -login "$5" |
 			sed "s/^gateway  */$(printf '%-20s' "$1") /"
 	done
@@ -66,11 +72,13 @@ start after "$after"
 echo "login route $login; $(nproc) CPUs; $(uptime)"
 for r in $(seq "$rounds"); do
 	echo "round $r"
-	load "baseline echo" "$echo_addr" 1 "$pid_echo" 0
-	load "before forward_raw" "$addr_before" 1 "$pid_before" "$login"
-	load "after forward_raw" "$addr_after" 1 "$pid_after" "$login"
-	load "before json" "$addr_before" 2 "$pid_before" "$login"
-	load "after json" "$addr_after" 2 "$pid_after" "$login"
+	[ "$baseline" = 0 ] || load "baseline echo" "$echo_addr" 1 "$pid_echo" 0
+	for route in $routes; do
+		name=forward_raw
+		[ "$route" = 2 ] && name=json
+		load "before $name" "$addr_before" "$route" "$pid_before" "$login"
+		load "after $name" "$addr_after" "$route" "$pid_after" "$login"
+	done
 	if [ "$fanout" -gt 0 ]; then
 		for b in before after; do
 			eval "fa=\$fan_$b"
