@@ -19,9 +19,9 @@ import (
 // shield_requests_total.
 func (g *Gateway) Respond(r *egress.Response) {
 	var t metrics.Tally
-	s := g.respondTo(g.sessions.Get(r.SessionID), r, &t)
+	a := g.prepare(g.sessions.Get(r.SessionID), r, &t)
 	t.Flush(g.m) // counted before it can be written
-	if s != nil {
+	if s := g.queue(a); s != nil {
 		s.Wake()
 	}
 }
@@ -31,18 +31,27 @@ var _ egress.BatchSink = (*Gateway)(nil)
 // RespondAll queues every answer of rs, then wakes each session they are
 // for once: a session's answers among them go out in one write (a
 // service's actor hands over the answers of one step so). Their metrics
-// are added up first and counted together (metrics.Tally).
+// are added up and counted together (metrics.Tally), before the first of
+// them is queued: once queued, an answer may be written at once by
+// whoever owns its session's write side, and a client that has an answer
+// finds it counted.
 func (g *Gateway) RespondAll(rs []*egress.Response) {
-	var wake [16]*session.Session // most steps answer a few sessions
-	woken := wake[:0]
 	var t metrics.Tally
+	var buf [32]prepared // a step hands over at most service.answerBatch
+	as := buf[:0]
 	var last *session.Session // the session of the answer before: a step's answers come in runs of one session
-next:
 	for _, r := range rs {
 		if last == nil || last.ID != r.SessionID {
 			last = g.sessions.Get(r.SessionID)
 		}
-		s := g.respondTo(last, r, &t)
+		as = append(as, g.prepare(last, r, &t))
+	}
+	t.Flush(g.m)
+	var wake [16]*session.Session // most steps answer a few sessions
+	woken := wake[:0]
+next:
+	for _, a := range as {
+		s := g.queue(a)
 		if s == nil {
 			continue
 		}
@@ -53,18 +62,23 @@ next:
 		}
 		woken = append(woken, s)
 	}
-	t.Flush(g.m) // counted before they can be written
 	for _, s := range woken {
 		s.Wake()
 	}
 }
 
-// respondTo queues r's answer to s, its session as the registry had it
-// (nil when gone), without waking the session's connection, and returns
-// the session to wake, or nil when nothing was queued. A session that
-// closed since it was looked up refuses the answer (AnswerLater), which
-// is then dropped as it would be for a session gone. Its metrics go to t.
-func (g *Gateway) respondTo(s *session.Session, r *egress.Response, t *metrics.Tally) *session.Session {
+// prepared is an answer prepared for its session (nil when gone): its
+// frame made (nil for a notify, or a session gone) and its metrics
+// tallied, not yet queued.
+type prepared struct {
+	s *session.Session
+	r *egress.Response
+	f *envelope.Frame
+}
+
+// prepare makes r's answer to s, its session as the registry had it, and
+// tallies its metrics in t.
+func (g *Gateway) prepare(s *session.Session, r *egress.Response, t *metrics.Tally) prepared {
 	// The descriptor is the authority on a route's name: an answer that
 	// does not carry it (a dead VM's unavailable) is still labelled by
 	// name, as SPEC §9 asks, and the legacy envelopes carry it.
@@ -92,14 +106,23 @@ func (g *Gateway) respondTo(s *session.Session, r *egress.Response, t *metrics.T
 		label = strconv.FormatUint(uint64(r.RouteID), 10)
 	}
 	t.Add(g.m, r.Service, label, code, time.Since(r.Received))
+	return prepared{s: s, r: r, f: f}
+}
+
+// queue queues a prepared answer without waking the session's connection,
+// and returns the session to wake, or nil when nothing was queued. A
+// session that closed since it was looked up refuses the answer
+// (AnswerLater), which is then dropped as it would be for a session gone.
+func (g *Gateway) queue(a prepared) *session.Session {
+	s := a.s
 	switch {
 	case s == nil:
-		if !r.Notify {
+		if !a.r.Notify {
 			g.m.DroppedResponses.Inc()
 		}
-	case r.Notify:
+	case a.r.Notify:
 		s.Release()
-	case !s.AnswerLater(f):
+	case !s.AnswerLater(a.f):
 		s.Release() // the session closed meanwhile: nothing will write it
 		g.m.DroppedResponses.Inc()
 	default:
