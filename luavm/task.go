@@ -243,10 +243,16 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 		vm.finish(t, vals, nil)
 	}
 	// The values were read (finish is done with them): their slice serves
-	// the next run, holding nothing of this one.
-	clear(vals)
-	vm.rets = vals[:0]
+	// the next run, holding nothing of this one, unless a run returned so
+	// many (unpack of a big table) that keeping it would pin the memory.
+	if cap(vals) <= maxKeptRets {
+		clear(vals)
+		vm.rets = vals[:0]
+	}
 }
+
+// maxKeptRets bounds the scratch slice of results a VM keeps between runs.
+const maxKeptRets = 64
 
 // resumeTask resumes t's coroutine, recovering a Go panic that escapes
 // gopher-lua instead of letting it unwind the actor's step, where the task

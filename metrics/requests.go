@@ -44,7 +44,9 @@ type seriesKey struct{ service, route string }
 
 // histSeries is one series: a count per bucket (not cumulative; the
 // count is their sum, so that a scrape never shows a count that its +Inf
-// bucket does not) and the sum of the observations.
+// bucket does not) and the sum of the observations. A scrape while a
+// batch is being added may see its sum and not its counts, or the
+// reverse; at rest both are exact.
 type histSeries struct {
 	buckets [nBuckets]atomic.Uint64
 	sumBits atomic.Uint64 // a float64
