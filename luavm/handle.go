@@ -102,7 +102,7 @@ func routeLabel(c *ingress.ClientContext) string {
 
 // decodeRequest turns the body into the handler's request argument, with
 // the route's body codec (package codec owns the policy).
-func (vm *VM) decodeRequest(in *ingress.ClientIngress, h handler) (_ lua.LValue, cerr *codes.Error) {
+func (vm *VM) decodeRequest(in *ingress.ClientIngress, h *handler) (_ lua.LValue, cerr *codes.Error) {
 	defer vm.catch("decoding a request", &cerr)
 	v, err := codec.DecodeRequest(vm.l, h.route, in.Codec, in.Body, in.Unwrap, vm.spec.Schemas)
 	if err != nil {

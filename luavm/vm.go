@@ -85,7 +85,7 @@ type VM struct {
 	log      *slog.Logger
 
 	spec     Spec
-	handlers map[uint32]handler           // c2s and bidi routes: route_id -> binding
+	handlers map[uint32]*handler          // c2s and bidi routes: route_id -> binding
 	helpers  map[string]*descriptor.Route // s2c and bidi routes: binding -> route
 	bindings map[string]bool              // every c2s/bidi binding: not callable as a method
 
@@ -256,7 +256,7 @@ func (vm *VM) Respawn() (*VM, error) {
 }
 
 // HasHandler reports whether the route is compiled into a handler here.
-func (vm *VM) HasHandler(routeID uint32) bool { return vm.handlers[routeID].fn != nil }
+func (vm *VM) HasHandler(routeID uint32) bool { return vm.handlers[routeID] != nil }
 
 // Helper returns the s2c or bidi route behind shield.client_rpc.<name>, or nil.
 func (vm *VM) Helper(name string) *descriptor.Route { return vm.helpers[name] }
@@ -323,7 +323,7 @@ func isHook(name string) bool { return slices.Contains(hookNames, name) }
 // route's binding must be a function of the module, and an s2c or bidi
 // route's binding becomes a push helper name.
 func (vm *VM) bindRoutes(spec Spec) error {
-	vm.handlers = make(map[uint32]handler)
+	vm.handlers = make(map[uint32]*handler)
 	vm.helpers = make(map[string]*descriptor.Route)
 	vm.bindings = make(map[string]bool)
 	var errs config.Errors
@@ -341,7 +341,7 @@ func (vm *VM) bindRoutes(spec Spec) error {
 						r.Binding, spec.Script, v.Type())})
 				continue
 			}
-			vm.handlers[r.ID] = handler{fn: fn, route: r, name: lua.LString(r.Name), id: lua.LNumber(r.ID)}
+			vm.handlers[r.ID] = &handler{fn: fn, route: r, name: lua.LString(r.Name), id: lua.LNumber(r.ID)}
 			vm.bindings[r.Binding] = true
 		}
 		if r.Direction.ToClient() {
