@@ -43,8 +43,8 @@ type clientValue struct {
 	c  ingress.ClientContext
 	// h is a frame's handler, whose route name and id are boxed once per
 	// compiled route; nil for a session hook's client. Nothing else is
-	// boxed ahead: a client is the one allocation a message makes for its
-	// handler, and 160 bytes rather than 192.
+	// boxed ahead: every message allocates a client, which is 160 bytes so
+	// rather than 192.
 	h    *handler
 	kind clientKind
 }
