@@ -2,11 +2,10 @@ package codec
 
 import (
 	"bytes"
-	"maps"
-	"sync"
-	"sync/atomic"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/shieldrpc/shield/internal/cowmap"
 )
 
 // Codec turns a route's body bytes into a Lua value and back. schema is the
@@ -32,14 +31,9 @@ const JSONName = "json"
 
 // registry maps a codec name to its Codec. Registration normally happens in
 // init functions, but it may happen while configs compile, possibly from
-// tests in parallel, so a registration replaces the map whole (under mu)
-// and a lookup reads it without a lock: every request's body is decoded
-// and its answer encoded through one, from every actor at once, and the
-// readers' count of an RWMutex was a cache line they all wrote.
-var registry struct {
-	mu     sync.Mutex // serialises Register
-	byName atomic.Pointer[map[string]Codec]
-}
+// tests in parallel; a lookup takes no lock, since every request's body is
+// decoded and its answer encoded through one, from every actor at once.
+var registry cowmap.Map[string, Codec]
 
 // Register makes c available to Lookup under c.Name(). As with grpc-go's
 // encoding.RegisterCodec, a later registration under the same name replaces
@@ -53,25 +47,11 @@ func Register(c Codec) {
 	if name == "" {
 		panic("codec: Register of a Codec with an empty name")
 	}
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	next := map[string]Codec{}
-	if old := registry.byName.Load(); old != nil {
-		next = maps.Clone(*old)
-	}
-	next[name] = c
-	registry.byName.Store(&next)
+	registry.Store(name, c)
 }
 
 // Lookup returns the codec registered under name, and whether there is one.
-func Lookup(name string) (Codec, bool) {
-	m := registry.byName.Load()
-	if m == nil {
-		return nil, false
-	}
-	c, ok := (*m)[name]
-	return c, ok
-}
+func Lookup(name string) (Codec, bool) { return registry.Load(name) }
 
 func init() {
 	Register(jsonCodec{})

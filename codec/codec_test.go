@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"maps"
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
@@ -29,13 +28,7 @@ func (fakeCodec) Encode(*lua.LState, string, lua.LValue) ([]byte, error) { retur
 
 func TestRegister(t *testing.T) {
 	Register(fakeCodec{"test-fake"})
-	t.Cleanup(func() {
-		registry.mu.Lock()
-		next := maps.Clone(*registry.byName.Load())
-		delete(next, "test-fake")
-		registry.byName.Store(&next)
-		registry.mu.Unlock()
-	})
+	t.Cleanup(func() { registry.Delete("test-fake") })
 	if c, ok := Lookup("test-fake"); !ok || c.Name() != "test-fake" {
 		t.Fatalf("Lookup after Register = %v, %v", c, ok)
 	}

@@ -7,10 +7,11 @@ package metrics
 import (
 	"regexp"
 	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/shieldrpc/shield/internal/cowmap"
 )
 
 // Metrics is the set of Shield's metrics. Its methods are safe for
@@ -37,11 +38,9 @@ type Metrics struct {
 	Reloads            *prometheus.CounterVec // result: ok, failed
 	VMGenerations      *prometheus.GaugeVec   // service
 
-	// reqCache is Request's label cache, replaced whole (under reqMu)
-	// when a label set is new, so that the lookup on every request takes
-	// no lock: the actors of every service answer at once.
-	reqMu    sync.Mutex // serialises reqCache's writers
-	reqCache atomic.Pointer[map[requestKey]requestMetrics]
+	// reqCache is the request metrics' label cache (requests.go): the
+	// actors of every service look it up at once.
+	reqCache cowmap.Map[requestKey, requestMetrics]
 
 	clusterOnce sync.Once
 	cluster     *Cluster // nil until EnableCluster (cluster.go)

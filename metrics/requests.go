@@ -1,21 +1,21 @@
 package metrics
 
 import (
-	"maps"
 	"math"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shieldrpc/shield/internal/cowmap"
 )
 
 // shield_requests_total and shield_handler_seconds are counted for every
 // answer, by every actor at once. client_golang's histogram takes three
 // atomic writes on one series per observation; two actors answering on the
 // same route kept those cache lines moving between cores, at about 140 ns
-// an answer (BenchmarkRequestParts, 2 CPUs). So the answers of one batch
+// an answer (BenchmarkClientGolangHistogram, 2 CPUs). So the answers of one batch
 // (an actor step's, Gateway.RespondAll) are added up in a Tally first and
 // added to the series once per label set; the histogram is this file's
 // own collector, whose series take whole batches.
@@ -33,11 +33,8 @@ func bucketOf(s float64) int {
 
 // handlerHistogram is shield_handler_seconds{service,route}.
 type handlerHistogram struct {
-	desc *prometheus.Desc
-	mu   sync.Mutex // serialises the writers of series
-	// series is replaced whole when a label set is new, so that adding to
-	// one takes no lock.
-	series atomic.Pointer[map[seriesKey]*histSeries]
+	desc   *prometheus.Desc
+	series cowmap.Map[seriesKey, *histSeries]
 }
 
 type seriesKey struct{ service, route string }
@@ -60,35 +57,7 @@ func newHandlerHistogram() *handlerHistogram {
 
 // of returns the series of k, making it when it is new.
 func (h *handlerHistogram) of(k seriesKey) *histSeries {
-	return cached(&h.series, &h.mu, k, func() *histSeries { return &histSeries{created: time.Now()} })
-}
-
-// cached returns k's value in the map at p, or adds newValue()'s to a new copy
-// of it (under mu, which serialises the writers): the map is replaced
-// whole, so that a lookup takes no lock. For caches of bounded label sets,
-// written once per label set.
-func cached[K comparable, V any](p *atomic.Pointer[map[K]V], mu *sync.Mutex, k K, newValue func() V) V {
-	if m := p.Load(); m != nil {
-		if v, ok := (*m)[k]; ok {
-			return v
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	old := p.Load()
-	if old != nil {
-		if v, ok := (*old)[k]; ok {
-			return v
-		}
-	}
-	next := map[K]V{}
-	if old != nil {
-		next = maps.Clone(*old)
-	}
-	v := newValue()
-	next[k] = v
-	p.Store(&next)
-	return v
+	return h.series.LoadOrMake(k, func() *histSeries { return &histSeries{created: time.Now()} })
 }
 
 // add adds an entry's observations to its series.
@@ -110,11 +79,7 @@ func (s *histSeries) add(e *tallyEntry) {
 func (h *handlerHistogram) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
 
 func (h *handlerHistogram) Collect(ch chan<- prometheus.Metric) {
-	m := h.series.Load()
-	if m == nil {
-		return
-	}
-	for k, s := range *m {
+	for k, s := range h.series.All() {
 		cum := make(map[float64]uint64, len(handlerBuckets))
 		var count uint64
 		for i := range s.buckets {
@@ -193,7 +158,7 @@ func (m *Metrics) Request(service, route, code string, d time.Duration) {
 // label sets are bounded (services and routes from the descriptor, codes
 // from a closed set).
 func (m *Metrics) requestMetrics(k requestKey) requestMetrics {
-	return cached(&m.reqCache, &m.reqMu, k, func() requestMetrics {
+	return m.reqCache.LoadOrMake(k, func() requestMetrics {
 		return requestMetrics{m.Requests.WithLabelValues(k.service, k.route, k.code), m.handlerSeconds.of(seriesKey{k.service, k.route})}
 	})
 }
