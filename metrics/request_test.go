@@ -12,7 +12,7 @@ import (
 // shield_handler_seconds, counted in tallies, read exactly as client_golang's
 // own counter and histogram would after the same answers: every bucket
 // bound (each on its edge too), the sum, the count, label sets a tally
-// flushes early, and one-off Requests.
+// flushes early, and tallies of one answer.
 func TestRequestsAsClientGolang(t *testing.T) {
 	m := New()
 	ref := prometheus.NewRegistry()
@@ -35,7 +35,9 @@ func TestRequestsAsClientGolang(t *testing.T) {
 	for i, d := range ds {
 		l := labels[i%len(labels)]
 		if i%7 == 3 {
-			m.Request(l[0], l[1], l[2], d)
+			var one Tally
+			one.Add(m, l[0], l[1], l[2], d)
+			one.Flush(m)
 		} else {
 			tally.Add(m, l[0], l[1], l[2], d)
 		}
@@ -99,14 +101,17 @@ func named[T interface{ GetName() string }](mfs []T, names ...string) []T {
 	return out
 }
 
-// BenchmarkRequest is the cost of one answer's metrics counted alone, by
-// two goroutines on one series at once (the actors of a service).
+// BenchmarkRequest is the cost of one answer's metrics counted alone (a
+// tally of one), by two goroutines on one series at once (the actors of a
+// service).
 func BenchmarkRequest(b *testing.B) {
 	m := New()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.Request("echo", "raw_echo", "ok", time.Millisecond)
+			var t Tally
+			t.Add(m, "echo", "raw_echo", "ok", time.Millisecond)
+			t.Flush(m)
 		}
 	})
 }

@@ -143,17 +143,6 @@ func (t *Tally) Flush(m *Metrics) {
 	t.n = 0
 }
 
-// Request counts one answered request and observes its handler time, on
-// its own (a Tally adds up a batch).
-func (m *Metrics) Request(service, route, code string, d time.Duration) {
-	rm := m.requestMetrics(requestKey{service, route, code})
-	rm.count.Inc()
-	var e tallyEntry
-	e.sum = d.Seconds()
-	e.buckets[bucketOf(e.sum)] = 1
-	rm.seconds.add(&e)
-}
-
 // requestMetrics returns k's series. The label lookups are cached: the
 // label sets are bounded (services and routes from the descriptor, codes
 // from a closed set).
