@@ -43,8 +43,8 @@ type clientValue struct {
 	c  ingress.ClientContext
 	// h is a frame's handler, whose route name and id are boxed once per
 	// compiled route; nil for a session hook's client. Nothing else is
-	// boxed ahead: every message allocates a client, which is 160 bytes so
-	// rather than 192.
+	// boxed ahead, because every message allocates a client: it is 160
+	// bytes so, not 192.
 	h    *handler
 	kind clientKind
 }
@@ -75,23 +75,20 @@ func (vm *VM) installClientMeta() {
 // frameClient makes the handler's client for the frame c on handler h's
 // route.
 func (vm *VM) frameClient(c *ingress.ClientContext, h *handler) *lua.LUserData {
-	cv := &clientValue{}
-	vm.initClient(cv, *c, clientFrame)
-	cv.h = h
-	return &cv.ud
+	return &vm.newClient(*c, clientFrame, h).ud
 }
 
 // sessionClient is a session hook's client: ref's fields, and remote_addr
 // unless kind is clientRefOnly.
 func (vm *VM) sessionClient(ref egress.ClientRef, remote string, kind clientKind) *lua.LUserData {
-	cv := &clientValue{}
-	vm.initClient(cv, ingress.ClientContext{Ref: ref, RemoteAddr: remote}, kind)
-	return &cv.ud
+	return &vm.newClient(ingress.ClientContext{Ref: ref, RemoteAddr: remote}, kind, nil).ud
 }
 
-func (vm *VM) initClient(cv *clientValue, c ingress.ClientContext, kind clientKind) {
-	*cv = clientValue{c: c, kind: kind}
+// newClient makes a client of c, as kind says, and its userdata.
+func (vm *VM) newClient(c ingress.ClientContext, kind clientKind, h *handler) *clientValue {
+	cv := &clientValue{c: c, h: h, kind: kind}
 	cv.ud.Value, cv.ud.Metatable, cv.ud.Env = cv, vm.clientMeta, vm.l.Env
+	return cv
 }
 
 // clientOf returns the client v is, or nil.

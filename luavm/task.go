@@ -28,10 +28,11 @@ type task struct {
 	budget   *timerEntry // its deadline in the timer heap, once it suspended
 	done     bool
 
-	in     *ingress.ClientIngress // a client request or notify
-	call   *Call                  // a shield.call (ID != 0) or shield.send
-	ref    *egress.ClientRef      // a session hook's session
-	onDone func(vals []lua.LValue, err *codes.Error)
+	in      *ingress.ClientIngress // a client request or notify
+	handler *handler               // in's, once found
+	call    *Call                  // a shield.call (ID != 0) or shield.send
+	ref     *egress.ClientRef      // a session hook's session
+	onDone  func(vals []lua.LValue, err *codes.Error)
 }
 
 // label names the task in logs and messages. It is built only when one is
