@@ -37,7 +37,7 @@ var _ egress.BatchSink = (*Gateway)(nil)
 // finds it counted.
 func (g *Gateway) RespondAll(rs []*egress.Response) {
 	var t metrics.Tally
-	var buf [32]prepared // a step hands over at most service.answerBatch
+	var buf [32]prepared // a step's answers, mostly service.answerBatch at most
 	as := buf[:0]
 	var last *session.Session // the session of the answer before: a step's answers come in runs of one session
 	for _, r := range rs {

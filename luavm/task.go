@@ -264,13 +264,11 @@ func (vm *VM) resumeTask(t *task, args []lua.LValue) (st lua.ResumeState, err er
 			panicked = r
 		}
 	}()
-	// The values go into the VM's scratch slice, taken from it meanwhile
-	// so that a run started while finish still reads them gets its own.
+	// The values go into the VM's scratch slice (a new one while it has
+	// none), taken from it meanwhile so that a run started while finish
+	// still reads them gets its own.
 	rets := vm.rets
 	vm.rets = nil
-	if rets == nil {
-		rets = make([]lua.LValue, 0, 4)
-	}
 	st, err, vals = vm.l.ResumeInto(rets, t.co, vm.body, args...)
 	return st, err, vals, nil
 }
