@@ -82,10 +82,11 @@ func (g *Gateway) prepare(s *session.Session, r *egress.Response, t *metrics.Tal
 	// The descriptor is the authority on a route's name: an answer that
 	// does not carry it (a dead VM's unavailable) is still labelled by
 	// name, as SPEC §9 asks, and the legacy envelopes carry it.
-	er := g.edge.Load().Lookup(r.RouteID)
 	route := r.Route
-	if route == "" && er != nil {
-		route = er.Name
+	if route == "" {
+		if er := g.edge.Load().Lookup(r.RouteID); er != nil {
+			route = er.Name
+		}
 	}
 	var f *envelope.Frame
 	if s != nil && !r.Notify {
