@@ -109,7 +109,7 @@ func TestBindRefusals(t *testing.T) {
 		{"closed session", func(f *fixture) *egress.BindRequest {
 			s := f.add(1)
 			s.mu.Lock()
-			s.closed = true // closing on another goroutine: onClose has not removed it yet
+			s.closed.Store(true) // closing on another goroutine: onClose has not removed it yet
 			s.mu.Unlock()
 			return bindReq(s, 1, auth, "p")
 		}, codes.SessionNotFound},

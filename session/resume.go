@@ -44,7 +44,7 @@ func newAttachment() *Attachment { return &Attachment{} }
 func (s *Session) Wakes(a *Attachment, wake Waker) {
 	s.mu.Lock()
 	pending := false
-	if s.att == a && !s.closed {
+	if s.att == a && !s.closed.Load() {
 		a.wake = wake
 		pending = s.out.setWake(wake)
 	} else {
@@ -85,7 +85,7 @@ func (s *Session) Attachment() *Attachment {
 func (s *Session) Attached(a *Attachment) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.att == a && !s.closed
+	return s.att == a && !s.closed.Load()
 }
 
 // Suspended reports whether the session is (or was, when it closed)
@@ -102,7 +102,7 @@ func (s *Session) Suspended() bool {
 // or the session closed: the caller then closes as usual.
 func (s *Session) Suspend(a *Attachment, r Reason, window time.Duration) bool {
 	s.mu.Lock()
-	if s.closed || s.att != a || s.suspended {
+	if s.closed.Load() || s.att != a || s.suspended {
 		s.mu.Unlock()
 		return false
 	}
@@ -144,7 +144,7 @@ func (t *Registry) IssueToken(s *Session, gateway string) string {
 	defer t.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return ""
 	}
 	if s.token != "" && t.byToken[s.token] == s {
@@ -174,7 +174,7 @@ func (t *Registry) Resume(token string) (s *Session, a *Attachment, suspended bo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.token = ""
-	if s.closed {
+	if s.closed.Load() {
 		return nil, nil, false, codes.New(codes.SessionNotFound, "the session has ended")
 	}
 	suspended = s.suspended

@@ -97,9 +97,15 @@ type Session struct {
 	// the maker finds it without a map of its own.
 	Owner any
 
-	mu         sync.Mutex // guards binding, closed, reason, token, suspended, att, resumeWait
-	binding    Binding
-	closed     bool
+	mu sync.Mutex // guards binding's and closed's writes, reason, token, suspended, att, resumeWait
+	// binding is replaced, never changed, under mu: the read loop takes a
+	// snapshot of it for every frame without the lock. A bind allocates
+	// one (a session binds once or twice in its life).
+	binding atomic.Pointer[Binding]
+	// closed is written under mu, once, after reason: so Closed, which
+	// every queued frame asks, reads both without the lock, and readers
+	// holding mu see what they always saw.
+	closed     atomic.Bool
 	reason     Reason
 	token      string      // the live resume token, "" when none
 	suspended  bool        // waiting for a resume (kept true once closed)
@@ -122,19 +128,16 @@ type Session struct {
 // connection.
 func New(id uint64, remote string, p *Profile, b Binding, l Limits, h Hooks) *Session {
 	b.Epoch = 1
-	s := &Session{ID: id, RemoteAddr: remote, Profile: p, ConnectedAt: time.Now(), binding: b, limits: l, hooks: h,
+	s := &Session{ID: id, RemoteAddr: remote, Profile: p, ConnectedAt: time.Now(), limits: l, hooks: h,
 		att: newAttachment(), done: make(chan struct{})}
+	s.binding.Store(&b)
 	s.authed.Store(b.PlayerID != "")
 	s.out.init(l)
 	return s
 }
 
 // Binding returns the current binding.
-func (s *Session) Binding() Binding {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.binding
-}
+func (s *Session) Binding() Binding { return *s.binding.Load() }
 
 // Ref is the ClientRef of the current binding.
 func (s *Session) Ref() egress.ClientRef { return s.Binding().Ref(s.ID) }
@@ -145,7 +148,7 @@ func (s *Session) Ref() egress.ClientRef { return s.Binding().Ref(s.ID) }
 func (s *Session) Current() (egress.ClientRef, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.binding.Ref(s.ID), !s.closed
+	return s.binding.Load().Ref(s.ID), !s.closed.Load()
 }
 
 // Authenticated reports whether the session is bound to a player.
@@ -312,37 +315,36 @@ func (s *Session) Notice() *envelope.Frame { return s.notice }
 
 // Closed reports whether the session has closed, and why.
 func (s *Session) Closed() (bool, Reason) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed, s.reason
+	if !s.closed.Load() {
+		return false, ""
+	}
+	return true, s.reason // written before closed, and never again
 }
 
-func (s *Session) isClosed() bool {
-	closed, _ := s.Closed()
-	return closed
-}
+func (s *Session) isClosed() bool { return s.closed.Load() }
 
 // rebind is the compare-and-set's set, for Registry.Bind (which holds the
 // registry's lock, so the epoch cannot have moved since it was compared).
-// bound runs under the session's lock with the new binding, so that what
-// it queues for the new target (client_bound) is there before any frame of
-// the new epoch can be delivered. It fails when the session closed
+// bound runs under the session's lock with the new binding, before it is
+// published, so that what it queues for the new target (client_bound) is
+// there before any frame of the new epoch can be delivered. It fails when the session closed
 // meanwhile: a closed session's binding is the one its Closed hook already
 // reported, and must stay so.
 func (s *Session) rebind(target egress.ActorID, playerID string, bound func(Binding)) (Binding, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return Binding{}, false
 	}
-	s.binding.Target = target
-	s.binding.PlayerID = playerID
-	s.authed.Store(playerID != "")
-	s.binding.Epoch++
+	b := *s.binding.Load()
+	b.Target, b.PlayerID = target, playerID
+	b.Epoch++
 	if bound != nil {
-		bound(s.binding)
+		bound(b) // before the binding is published: see above
 	}
-	return s.binding, true
+	s.binding.Store(&b)
+	s.authed.Store(playerID != "")
+	return b, true
 }
 
 // Close closes the session once; the first reason wins. The epoch is
@@ -352,12 +354,13 @@ func (s *Session) rebind(target egress.ActorID, playerID string, bound func(Bind
 // what is queued and notice, if any, and ends.
 func (s *Session) Close(r Reason, notice *envelope.Frame) bool {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed.Load() {
 		s.mu.Unlock()
 		return false
 	}
-	s.closed, s.reason = true, r
-	b := s.binding
+	s.reason = r
+	s.closed.Store(true)
+	b := *s.binding.Load()
 	wait := s.resumeWait
 	s.resumeWait = nil
 	s.mu.Unlock()
