@@ -36,11 +36,21 @@ type interrupt struct {
 	// polls before each instruction (lua.Interrupter, patch 5).
 	stopped atomic.Bool
 
-	mu       sync.Mutex // guards everything below, and closing done
-	armed    bool
-	deadline time.Time // of the run in progress
-	reason   interruptReason
-	timerAt  time.Time // when timer fires; zero when it is not pending
+	// run is the run in progress: its deadline in nanoseconds since base
+	// (at least 1), with runFired set once fire stopped it; 0 between
+	// runs. It is one word so that arm and disarm, twice per message,
+	// take no lock: fire sets runFired by compare-and-swap, and disarm's
+	// swap then sees it. Two runs with the same deadline cannot be told
+	// apart, which does not matter: a fire meant for one is due for the
+	// other.
+	run  atomic.Int64
+	base time.Time
+
+	mu     sync.Mutex      // serializes fire with a fired run's disarm; guards reason and resetting timer
+	reason interruptReason // why the fired run was stopped
+	// timerAt is when timer fires (nanoseconds since base), 0 when it is
+	// not pending; written under mu, read by arm without it.
+	timerAt atomic.Int64
 
 	// timer fires the budget of the run in progress. Resetting a timer
 	// for every run of every message would cost more than the run, so it
@@ -49,8 +59,10 @@ type interrupt struct {
 	timer *time.Timer
 }
 
+const runFired = 1 << 62
+
 func newInterrupt() *interrupt {
-	in := &interrupt{}
+	in := &interrupt{base: time.Now()}
 	ch := make(chan struct{})
 	in.done.Store(&ch)
 	in.timer = time.AfterFunc(time.Hour, in.expire)
@@ -60,12 +72,17 @@ func newInterrupt() *interrupt {
 
 // arm starts watching a run that may last until deadline.
 func (in *interrupt) arm(deadline time.Time) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.armed, in.deadline = true, deadline
-	if in.timerAt.IsZero() || deadline.Before(in.timerAt) {
-		in.timerAt = deadline
-		in.timer.Reset(time.Until(deadline))
+	d := max(int64(deadline.Sub(in.base)), 1)
+	in.run.Store(d)
+	// After the store: an expire that finds no run left timerAt zero for
+	// this load to see (both are sequentially consistent).
+	if at := in.timerAt.Load(); at == 0 || d < at {
+		in.mu.Lock()
+		if at := in.timerAt.Load(); at == 0 || d < at {
+			in.timerAt.Store(d)
+			in.timer.Reset(time.Duration(d) - time.Since(in.base))
+		}
+		in.mu.Unlock()
 	}
 }
 
@@ -73,10 +90,10 @@ func (in *interrupt) arm(deadline time.Time) {
 // budget is spent, and otherwise sets the timer for that run's deadline.
 func (in *interrupt) expire() {
 	in.mu.Lock()
-	in.timerAt = time.Time{}
-	if in.armed && in.reason == notInterrupted && time.Now().Before(in.deadline) {
-		in.timerAt = in.deadline
-		in.timer.Reset(time.Until(in.deadline))
+	in.timerAt.Store(0)
+	if d := in.run.Load(); d != 0 && d&runFired == 0 && int64(time.Since(in.base)) < d {
+		in.timerAt.Store(d)
+		in.timer.Reset(time.Duration(d) - time.Since(in.base))
 		in.mu.Unlock()
 		return
 	}
@@ -88,16 +105,18 @@ func (in *interrupt) expire() {
 // fired channel is replaced so that the next run starts clean. The timer
 // is left set: when it fires with no run in progress, it does nothing.
 func (in *interrupt) disarm() interruptReason {
+	if in.run.Swap(0)&runFired == 0 {
+		return notInterrupted
+	}
+	// Fired: wait for fire to finish (it holds mu), then start clean. No
+	// Lua runs now: the VM's own goroutine disarms.
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.armed = false
+	ch := make(chan struct{})
+	in.done.Store(&ch)
+	in.stopped.Store(false)
 	r := in.reason
-	if r != notInterrupted {
-		ch := make(chan struct{})
-		in.done.Store(&ch)
-		in.stopped.Store(false) // no Lua runs now: the VM's own goroutine disarms
-		in.reason = notInterrupted
-	}
+	in.reason = notInterrupted
 	return r
 }
 
@@ -107,11 +126,15 @@ func (in *interrupt) disarm() interruptReason {
 func (in *interrupt) fire(r interruptReason) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if !in.armed || in.reason != notInterrupted {
+	d := in.run.Load()
+	if d == 0 || d&runFired != 0 {
 		return false
 	}
-	if r == interruptBudget && time.Now().Before(in.deadline) {
+	if r == interruptBudget && int64(time.Since(in.base)) < d {
 		return false
+	}
+	if !in.run.CompareAndSwap(d, d|runFired) {
+		return false // the run ended meanwhile
 	}
 	in.reason = r
 	close(*in.done.Load())
@@ -123,7 +146,7 @@ func (in *interrupt) stop() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.timer.Stop()
-	in.timerAt = time.Time{}
+	in.timerAt.Store(0)
 }
 
 // The context.Context methods. Deadline reports none: the budget is
