@@ -359,7 +359,9 @@ func (a *actor) reap() {
 		}
 		n += tasks
 	}
-	a.busy.Store(int32(n))
+	if a.busy.Load() != int32(n) {
+		a.busy.Store(int32(n)) // a store is a locked instruction: most steps change nothing
+	}
 }
 
 // closeOld closes and forgets an old VM.
