@@ -85,9 +85,10 @@ const batchBytes = 64 << 10
 // (streamConn.Wait): an idle session holds none.
 const readBufferSize = 4096
 
-// probeSize is the read an idle connection waits in: the only buffer it
-// holds. A small request fits whole, so that at one request in flight a
-// frame costs one read; a batch of requests costs one more read.
+// probeSize is the read an idle TLS connection waits in: the only buffer
+// it holds. A small request fits whole, so that at one request in flight a
+// frame costs one read; a batch of requests costs one more read. A plain
+// TCP connection needs none (rawread.go).
 const probeSize = 128
 
 // readers holds the read buffers of connections that are reading frames;
@@ -101,15 +102,17 @@ var (
 // they are: frames are read through a bufio.Reader with the codec's
 // ReadFrame and written in batches, every frame of a batch appended to one
 // buffer and written with one Write. Both buffers are borrowed from pools
-// while in use only; an idle connection waits in a read into probe.
+// while in use only; an idle connection waits holding none (rawread.go),
+// or under TLS in a read into probe.
 type streamConn struct {
 	nc    net.Conn        // *net.TCPConn or *tls.Conn
-	raw   syscall.RawConn // a TCP connection's, for TryFlush; nil under TLS
+	raw   syscall.RawConn // a TCP connection's, for its reads and TryFlush; nil under TLS
 	codec envelope.Framer
 
-	br    *bufio.Reader // borrowed from readers while bytes are buffered; nil when idle
-	src   probeReader   // what br reads from: the probe's bytes, then nc
-	probe [probeSize]byte
+	br    *bufio.Reader    // borrowed from readers while bytes are buffered; nil when idle
+	rr    rawReader        // what br reads from on plain TCP
+	src   probeReader      // what br reads from under TLS: the probe's bytes, then nc
+	probe *[probeSize]byte // made on the first wait under TLS
 
 	wb *[]byte // the current batch, encoded; borrowed from writeBuffers; nil when empty
 
@@ -132,6 +135,7 @@ func newStreamConn(nc net.Conn, codec envelope.Framer) *streamConn {
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			s.raw = raw
+			s.rr.init(s)
 			s.try = func(fd uintptr) bool {
 				s.tryN, s.tryErr = writeOnce(int(fd), *s.wb)
 				return true // one attempt: never wait for the socket
@@ -164,16 +168,19 @@ func (p *probeReader) Read(b []byte) (int, error) {
 }
 
 // Wait blocks until a byte of the next frame is buffered. A connection
-// with nothing buffered gives its read buffer back and waits in a read
-// into probe, so that an idle session holds no buffer.
+// with nothing buffered gives its read buffer back before it waits, so
+// that an idle session holds no buffer: under TLS it waits in a read into
+// probe.
 func (s *streamConn) Wait() error {
-	if s.br != nil {
-		if s.br.Buffered() > 0 {
-			return nil
-		}
-		s.br.Reset(nil)
-		readers.Put(s.br)
-		s.br = nil
+	if s.br != nil && s.br.Buffered() > 0 {
+		return nil
+	}
+	if s.raw != nil {
+		return s.waitRaw()
+	}
+	s.putReader()
+	if s.probe == nil {
+		s.probe = new([probeSize]byte)
 	}
 	n, err := s.nc.Read(s.probe[:])
 	if n == 0 {
@@ -186,6 +193,15 @@ func (s *streamConn) Wait() error {
 	s.br = readers.Get().(*bufio.Reader)
 	s.br.Reset(&s.src)
 	return nil
+}
+
+// putReader gives the read buffer back, if the connection holds one.
+func (s *streamConn) putReader() {
+	if s.br != nil {
+		s.br.Reset(nil)
+		readers.Put(s.br)
+		s.br = nil
+	}
 }
 
 // Buffered reports whether the next frame is whole in the read buffer.
