@@ -37,14 +37,17 @@ const (
 // clientValue is a client and the userdata that stands for it, in one
 // allocation: the userdata's Value points back into the same object. A
 // script may keep it, so it is never reused (the handler's task is, see
-// VM.recycle).
+// VM.recycle). Every message allocates one, so it holds only what the
+// handler cannot find elsewhere: 128 bytes, where the whole
+// ClientContext made it 160.
 type clientValue struct {
-	ud lua.LUserData
-	c  ingress.ClientContext
+	ud         lua.LUserData
+	ref        egress.ClientRef
+	requestID  uint64
+	remoteAddr string
 	// h is a frame's handler, whose route name and id are boxed once per
-	// compiled route; nil for a session hook's client. Nothing else is
-	// boxed ahead, because every message allocates a client: it is 160
-	// bytes so, not 192.
+	// compiled route (the route and route_id fields); nil for a session
+	// hook's client.
 	h    *handler
 	kind clientKind
 }
@@ -65,7 +68,7 @@ func (vm *VM) installClientMeta() {
 	}))
 	meta.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
 		cv := clientOf(L.Get(1))
-		L.Push(lua.LString(fmt.Sprintf("client: session %d, epoch %d", cv.c.Ref.SessionID, cv.c.Ref.Epoch)))
+		L.Push(lua.LString(fmt.Sprintf("client: session %d, epoch %d", cv.ref.SessionID, cv.ref.Epoch)))
 		return 1
 	}))
 	meta.RawSetString("__metatable", lua.LFalse)
@@ -75,18 +78,24 @@ func (vm *VM) installClientMeta() {
 // frameClient makes the handler's client for the frame c on handler h's
 // route.
 func (vm *VM) frameClient(c *ingress.ClientContext, h *handler) *lua.LUserData {
-	return &vm.newClient(*c, clientFrame, h).ud
+	if c.Route != h.route.Name {
+		// The gateway named the route otherwise (its descriptor and this
+		// VM's differ, as they may while a reload spreads): the client
+		// says what the gateway said.
+		h = &handler{fn: h.fn, route: h.route, name: lua.LString(c.Route), id: h.id}
+	}
+	return &vm.newClient(c.Ref, c.RequestID, c.RemoteAddr, clientFrame, h).ud
 }
 
 // sessionClient is a session hook's client: ref's fields, and remote_addr
 // unless kind is clientRefOnly.
 func (vm *VM) sessionClient(ref egress.ClientRef, remote string, kind clientKind) *lua.LUserData {
-	return &vm.newClient(ingress.ClientContext{Ref: ref, RemoteAddr: remote}, kind, nil).ud
+	return &vm.newClient(ref, 0, remote, kind, nil).ud
 }
 
-// newClient makes a client of c, as kind says, and its userdata.
-func (vm *VM) newClient(c ingress.ClientContext, kind clientKind, h *handler) *clientValue {
-	cv := &clientValue{c: c, h: h, kind: kind}
+// newClient makes a client, as kind says, and its userdata.
+func (vm *VM) newClient(ref egress.ClientRef, requestID uint64, remote string, kind clientKind, h *handler) *clientValue {
+	cv := &clientValue{ref: ref, requestID: requestID, remoteAddr: remote, h: h, kind: kind}
 	cv.ud.Value, cv.ud.Metatable, cv.ud.Env = cv, vm.clientMeta, vm.l.Env
 	return cv
 }
@@ -108,7 +117,7 @@ func (vm *VM) clientIndex(L *lua.LState) int {
 	case cv == nil:
 		L.Push(lua.LNil)
 	case key == "gateway":
-		L.Push(vm.gatewayLValue(cv.c.Ref.Gateway)) // boxed once for the VM, not per client
+		L.Push(vm.gatewayLValue(cv.ref.Gateway)) // boxed once for the VM, not per client
 	default:
 		L.Push(cv.field(string(key)))
 	}
@@ -117,7 +126,7 @@ func (vm *VM) clientIndex(L *lua.LState) int {
 
 // field is the value of one field, nil for a field the client has not.
 func (cv *clientValue) field(key string) lua.LValue {
-	r := &cv.c.Ref
+	r := &cv.ref
 	switch key {
 	case "session_id":
 		return idValue(r.SessionID)
@@ -132,7 +141,7 @@ func (cv *clientValue) field(key string) lua.LValue {
 		return lua.LString(r.Gateway)
 	case "remote_addr":
 		if cv.kind != clientRefOnly {
-			return lua.LString(cv.c.RemoteAddr)
+			return lua.LString(cv.remoteAddr)
 		}
 		return lua.LNil
 	}
@@ -141,14 +150,11 @@ func (cv *clientValue) field(key string) lua.LValue {
 	}
 	switch key {
 	case "route":
-		if cv.c.Route == cv.h.route.Name {
-			return cv.h.name
-		}
-		return lua.LString(cv.c.Route)
+		return cv.h.name
 	case "route_id":
 		return cv.h.id
 	case "request_id":
-		return idValue(cv.c.RequestID)
+		return idValue(cv.requestID)
 	}
 	return lua.LNil
 }

@@ -104,7 +104,7 @@ func (vm *VM) setRef(t *lua.LTable, r egress.ClientRef) {
 // refFrom reads a client (ClientContext) or a ClientRef table.
 func refFrom(v lua.LValue) (egress.ClientRef, bool) {
 	if cv := clientOf(v); cv != nil {
-		return cv.c.Ref, true
+		return cv.ref, true
 	}
 	t, ok := v.(*lua.LTable)
 	if !ok {
