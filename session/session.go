@@ -272,17 +272,25 @@ func (s *Session) Take(batch []Item) []Item {
 // than max_inflight answers made for it. Sending an item twice is
 // harmless.
 func (s *Session) Sending(items []Item) {
-	answered := false
+	if n := markSent(items); n > 0 {
+		s.inflight.Add(-n) // one atomic for the batch: the read loop takes slots on the same line
+		if s.hooks.Answered != nil {
+			s.hooks.Answered(s)
+		}
+	}
+}
+
+// markSent marks the answers among items that were not yet sent, and
+// returns how many there were.
+func markSent(items []Item) int32 {
+	var n int32
 	for i := range items {
 		if items[i].kind == itemAnswer && !items[i].sent {
 			items[i].sent = true
-			s.Release()
-			answered = true
+			n++
 		}
 	}
-	if answered && s.hooks.Answered != nil {
-		s.hooks.Answered(s)
-	}
+	return n
 }
 
 // Requeue puts frames Take gave out back at the head of the queue, in
@@ -296,11 +304,8 @@ func (s *Session) Requeue(batch []Item) { s.out.requeue(batch) }
 // Take gave it: those frames stop counting against the queue's bounds, and
 // an answer dropped before Sending gives its slot back.
 func (s *Session) Written(batch []Item) {
-	for i := range batch {
-		if batch[i].kind == itemAnswer && !batch[i].sent {
-			batch[i].sent = true
-			s.Release()
-		}
+	if n := markSent(batch); n > 0 {
+		s.inflight.Add(-n)
 	}
 	s.out.done(batch)
 	clear(batch)
