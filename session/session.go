@@ -347,8 +347,8 @@ func (s *Session) rebind(target egress.ActorID, playerID string, bound func(Bind
 	if bound != nil {
 		bound(b) // before the binding is published: see above
 	}
+	s.authed.Store(playerID != "") // before the binding, as when both were read under the lock
 	s.binding.Store(&b)
-	s.authed.Store(playerID != "")
 	return b, true
 }
 
