@@ -70,7 +70,7 @@ func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingres
 	claimed := false
 	v := ingress.Admit(ingress.Frame{Route: r, Notify: notify, Authenticated: b.PlayerID != "", Bucket: bucket,
 		Now: now, Holding: holding}, s, func() *codes.Error {
-		in := ingress.NewClientIngress() // given back by the VM that answers it
+		in := ingress.NewClientIngress(s.ID) // given back by the VM that answers it
 		*in = ingress.ClientIngress{
 			Client: ingress.ClientContext{
 				Ref:        b.Ref(s.ID),
