@@ -69,12 +69,23 @@ func (q *controlQueue) pop() (any, bool) {
 // businessLane is the bounded lane: client frames and calls, at most
 // limit of them waiting (the actor's mailbox, which a reload may change at
 // once). A producer never blocks: a full lane refuses.
+//
+// The actor takes everything waiting in one go (pop), under one lock, and
+// then hands the messages out one by one from taken, which is its own: a
+// lock per message was 2% of a forward_raw echo's CPU, its cache line
+// moving between the actor and the read loops that push. The messages in
+// taken still count against limit until popped (inHand), so that the
+// lane's bound and depth are what they were with a pop per lock.
 type businessLane struct {
 	mu     sync.Mutex // guards items, head and limit
 	items  []business
 	head   int
 	limit  int
 	signal chan struct{} // holds one token while items is non-empty
+
+	taken  []business // the actor's alone: taken[next:] wait their turn
+	next   int
+	inHand atomic.Int32 // len(taken) - next, for the producers' bound
 }
 
 func newBusinessLane(limit int) *businessLane {
@@ -84,7 +95,7 @@ func newBusinessLane(limit int) *businessLane {
 // push queues m unless limit messages wait already.
 func (q *businessLane) push(m business) bool {
 	q.mu.Lock()
-	if len(q.items)-q.head >= q.limit {
+	if q.waitingLocked() >= q.limit {
 		q.mu.Unlock()
 		return false
 	}
@@ -102,7 +113,7 @@ func (q *businessLane) push(m business) bool {
 // for several messages.
 func (q *businessLane) pushAll(ms []*ingress.ClientIngress) int {
 	q.mu.Lock()
-	n := min(len(ms), q.limit-(len(q.items)-q.head))
+	n := min(len(ms), q.limit-q.waitingLocked())
 	for _, m := range ms[:max(n, 0)] {
 		q.items = append(q.items, m)
 	}
@@ -116,32 +127,45 @@ func (q *businessLane) pushAll(ms []*ingress.ClientIngress) int {
 	return max(n, 0)
 }
 
-// pop takes the oldest message.
+// waitingLocked is the number of messages waiting, the actor's taken ones
+// included; the caller holds mu.
+func (q *businessLane) waitingLocked() int { return len(q.items) - q.head + int(q.inHand.Load()) }
+
+// pop takes the oldest message. Only the actor's goroutine calls it.
 func (q *businessLane) pop() (business, bool) {
+	if q.next == len(q.taken) && !q.take() {
+		return nil, false
+	}
+	m := q.taken[q.next]
+	q.taken[q.next] = nil
+	q.next++
+	q.inHand.Add(-1)
+	return m, true
+}
+
+// take moves everything waiting into taken, whose spent backing array
+// becomes the lane's: false when nothing waits.
+func (q *businessLane) take() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.head == len(q.items) {
-		return nil, false
+		return false
 	}
-	m := q.items[q.head]
-	q.items[q.head] = nil
-	q.head++
-	if q.head == len(q.items) {
-		if cap(q.items) > 1024 {
-			q.items = nil
-		} else {
-			q.items = q.items[:0]
-		}
-		q.head = 0
+	spent := q.taken[:0]
+	if cap(spent) > 1024 {
+		spent = nil // a burst grew it: let it go
 	}
-	return m, true
+	q.taken, q.next = q.items[q.head:], 0
+	q.items, q.head = spent, 0
+	q.inHand.Store(int32(len(q.taken)))
+	return true
 }
 
 // len is the number of messages waiting.
 func (q *businessLane) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.items) - q.head
+	return q.waitingLocked()
 }
 
 // setLimit changes the capacity; messages already waiting stay.
