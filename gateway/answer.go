@@ -53,8 +53,13 @@ func (g *Gateway) RespondAll(rs []*egress.Response) {
 	var wake [16]*session.Session // most steps answer a few sessions
 	woken := wake[:0]
 next:
-	for _, a := range as {
-		s := g.queue(a)
+	for len(as) > 0 {
+		n := 1
+		for n < len(as) && as[n].s == as[0].s {
+			n++
+		}
+		s := g.queueRun(as[:n])
+		as = as[n:]
 		if s == nil {
 			continue
 		}
@@ -112,6 +117,45 @@ func (g *Gateway) prepare(s *session.Session, r *egress.Response, t *metrics.Tal
 	t.Add(g.m, r.Service, label, code, now.Sub(r.Received))
 	return prepared{s: s, r: r, f: f}
 }
+
+// queueRun queues a run of prepared answers for one session as queue does,
+// the answers among them under one lock of the session's queue, and
+// returns the session to wake, or nil.
+func (g *Gateway) queueRun(run []prepared) *session.Session {
+	s := run[0].s
+	if s == nil || len(run) == 1 {
+		var woke *session.Session
+		for _, a := range run {
+			woke = g.queue(a)
+		}
+		return woke
+	}
+	var buf [answerRun]*envelope.Frame
+	fs := buf[:0]
+	for _, a := range run {
+		if a.r.Notify {
+			s.Release()
+			continue
+		}
+		fs = append(fs, a.f)
+	}
+	switch {
+	case len(fs) == 0:
+		return nil
+	case !s.AnswersLater(fs):
+		for range fs {
+			s.Release() // the session closed meanwhile: nothing will write them
+			g.m.DroppedResponses.Inc()
+		}
+		return nil
+	}
+	return s
+}
+
+// answerRun is the room for one session's answers of a step on the stack:
+// a step holds service.answerBatch answers, and a longer run only costs
+// an allocation.
+const answerRun = 32
 
 // queue queues a prepared answer without waking the session's connection,
 // and returns the session to wake, or nil when nothing was queued. A

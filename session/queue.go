@@ -116,6 +116,16 @@ func (q *queue) put(f *envelope.Frame, kind itemKind, quiet bool) bool {
 	return true
 }
 
+// putAnswers queues answers, in order, under one lock, without waking
+// the connection (Session.AnswersLater).
+func (q *queue) putAnswers(fs []*envelope.Frame) {
+	q.mu.Lock()
+	for _, f := range fs {
+		q.items = append(q.items, Item{Frame: f, kind: itemAnswer})
+	}
+	q.mu.Unlock()
+}
+
 // putFirst queues f ahead of everything else (the session.resumed status
 // that a resumed connection must see first).
 func (q *queue) putFirst(f *envelope.Frame) {

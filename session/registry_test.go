@@ -581,3 +581,31 @@ func TestLiveIDsUnique(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersLater: a run of answers is queued in order, all of them, and
+// none once the session closed.
+func TestAnswersLater(t *testing.T) {
+	f := newFixture()
+	s := f.add(1)
+	run := []*envelope.Frame{
+		{Kind: envelope.Response, RouteID: 1, RequestID: 1},
+		{Kind: envelope.Response, RouteID: 1, RequestID: 2},
+		{Kind: envelope.Error, RouteID: 1, RequestID: 3, Code: "client_rpc.handler_failed"},
+	}
+	if !s.AnswersLater(run) {
+		t.Fatal("an open session refused its answers")
+	}
+	batch := s.Take(nil)
+	if len(batch) != 3 {
+		t.Fatalf("took %d frames, want 3", len(batch))
+	}
+	for i, it := range batch {
+		if it.Frame != run[i] {
+			t.Fatalf("frame %d is %+v, want %+v", i, it.Frame, run[i])
+		}
+	}
+	s.Close(Closed, nil)
+	if s.AnswersLater(run) || len(s.Take(nil)) != 0 {
+		t.Fatal("a closed session took answers")
+	}
+}

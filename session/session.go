@@ -215,6 +215,17 @@ func (s *Session) AnswerLater(f *envelope.Frame) bool {
 	return s.out.put(f, itemAnswer, true)
 }
 
+// AnswersLater queues answers as AnswerLater does, all of them or, when
+// the session closed, none: a step's answers to one session take its
+// queue's lock once.
+func (s *Session) AnswersLater(fs []*envelope.Frame) bool {
+	if s.isClosed() {
+		return false
+	}
+	s.out.putAnswers(fs)
+	return true
+}
+
 // Wake wakes the connection the session is attached to, if any, to write
 // what is queued.
 func (s *Session) Wake() {
