@@ -77,9 +77,8 @@ func (q *controlQueue) pop() (any, bool) {
 // taken still count against limit until popped (inHand), so that the
 // lane's bound and depth are what they were with a pop per lock.
 type businessLane struct {
-	mu     sync.Mutex // guards items, head and limit
+	mu     sync.Mutex // guards items and limit
 	items  []business
-	head   int
 	limit  int
 	signal chan struct{} // holds one token while items is non-empty
 
@@ -129,7 +128,7 @@ func (q *businessLane) pushAll(ms []*ingress.ClientIngress) int {
 
 // waitingLocked is the number of messages waiting, the actor's taken ones
 // included; the caller holds mu.
-func (q *businessLane) waitingLocked() int { return len(q.items) - q.head + int(q.inHand.Load()) }
+func (q *businessLane) waitingLocked() int { return len(q.items) + int(q.inHand.Load()) }
 
 // pop takes the oldest message. Only the actor's goroutine calls it.
 func (q *businessLane) pop() (business, bool) {
@@ -148,15 +147,15 @@ func (q *businessLane) pop() (business, bool) {
 func (q *businessLane) take() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.head == len(q.items) {
+	if len(q.items) == 0 {
 		return false
 	}
 	spent := q.taken[:0]
 	if cap(spent) > 1024 {
 		spent = nil // a burst grew it: let it go
 	}
-	q.taken, q.next = q.items[q.head:], 0
-	q.items, q.head = spent, 0
+	q.taken, q.next = q.items, 0
+	q.items = spent
 	q.inHand.Store(int32(len(q.taken)))
 	return true
 }
