@@ -21,7 +21,7 @@ func (g *Gateway) Respond(r *egress.Response) {
 	var t metrics.Tally
 	a := g.prepare(g.sessions.Get(r.SessionID), r, &t, time.Now())
 	t.Flush(g.m) // counted before it can be written
-	if s := g.queue(a); s != nil {
+	if s := g.queue([]prepared{a}); s != nil {
 		s.Wake()
 	}
 }
@@ -58,7 +58,7 @@ next:
 		for n < len(as) && as[n].s == as[0].s {
 			n++
 		}
-		s := g.queueRun(as[:n])
+		s := g.queue(as[:n])
 		as = as[n:]
 		if s == nil {
 			continue
@@ -118,26 +118,27 @@ func (g *Gateway) prepare(s *session.Session, r *egress.Response, t *metrics.Tal
 	return prepared{s: s, r: r, f: f}
 }
 
-// queueRun queues a run of prepared answers for one session as queue does,
-// the answers among them under one lock of the session's queue, and
-// returns the session to wake, or nil.
-func (g *Gateway) queueRun(run []prepared) *session.Session {
+// queue queues a run of prepared answers for one session (nil when gone)
+// without waking its connection, the answers under one lock of its queue,
+// and returns the session to wake, or nil when nothing was queued. A
+// notify's outcome only gives its slot back. A session that closed since
+// it was looked up refuses the answers (AnswersLater), which are then
+// dropped as they would be for a session gone.
+func (g *Gateway) queue(run []prepared) *session.Session {
 	s := run[0].s
-	if s == nil || len(run) == 1 {
-		var woke *session.Session
-		for _, a := range run {
-			woke = g.queue(a)
-		}
-		return woke
-	}
 	var buf [answerRun]*envelope.Frame
 	fs := buf[:0]
 	for _, a := range run {
-		if a.r.Notify {
-			s.Release()
-			continue
+		switch {
+		case a.r.Notify:
+			if s != nil {
+				s.Release()
+			}
+		case s == nil:
+			g.m.DroppedResponses.Inc()
+		default:
+			fs = append(fs, a.f)
 		}
-		fs = append(fs, a.f)
 	}
 	switch {
 	case len(fs) == 0:
@@ -156,28 +157,6 @@ func (g *Gateway) queueRun(run []prepared) *session.Session {
 // a step holds service.answerBatch answers, and a longer run only costs
 // an allocation.
 const answerRun = 32
-
-// queue queues a prepared answer without waking the session's connection,
-// and returns the session to wake, or nil when nothing was queued. A
-// session that closed since it was looked up refuses the answer
-// (AnswerLater), which is then dropped as it would be for a session gone.
-func (g *Gateway) queue(a prepared) *session.Session {
-	s := a.s
-	switch {
-	case s == nil:
-		if !a.r.Notify {
-			g.m.DroppedResponses.Inc()
-		}
-	case a.r.Notify:
-		s.Release()
-	case !s.AnswerLater(a.f):
-		s.Release() // the session closed meanwhile: nothing will write it
-		g.m.DroppedResponses.Inc()
-	default:
-		return s
-	}
-	return nil
-}
 
 // answerFrame is the frame of answer r on route (its name, for the legacy
 // envelopes), from answerFrames.

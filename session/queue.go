@@ -29,7 +29,7 @@ type Item struct {
 }
 
 // Answer reports whether the item is a request's answer, queued by
-// Answer or AnswerLater: its frame is its request's alone, which the
+// Answer or AnswersLater: its frame is its request's alone, which the
 // writer may reuse once it is written.
 func (it Item) Answer() bool { return it.kind == itemAnswer }
 
@@ -82,9 +82,8 @@ func (q *queue) waker() Waker {
 }
 
 // put queues f as kind, unless the kind's bound is reached, and wakes the
-// connection unless quiet (the caller wakes it once it has queued all it
-// has).
-func (q *queue) put(f *envelope.Frame, kind itemKind, quiet bool) bool {
+// connection.
+func (q *queue) put(f *envelope.Frame, kind itemKind) bool {
 	q.mu.Lock()
 	switch kind {
 	case itemPush:
@@ -110,7 +109,7 @@ func (q *queue) put(f *envelope.Frame, kind itemKind, quiet bool) bool {
 	q.items = append(q.items, Item{Frame: f, kind: kind})
 	wake := q.wake
 	q.mu.Unlock()
-	if wake != nil && !quiet {
+	if wake != nil {
 		wake(kind == itemPush)
 	}
 	return true

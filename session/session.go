@@ -192,7 +192,7 @@ func (s *Session) Offer(f *envelope.Frame) bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(f, itemPush, false)
+	return s.out.put(f, itemPush)
 }
 
 // Answer queues the one answer a request is owed, holding the slot the
@@ -202,22 +202,13 @@ func (s *Session) Answer(f *envelope.Frame) bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(f, itemAnswer, false)
+	return s.out.put(f, itemAnswer)
 }
 
-// AnswerLater queues an answer as Answer does, but does not wake the
-// connection: a caller with several answers for the session queues them
-// all, then calls Wake once, so that they go out in one write.
-func (s *Session) AnswerLater(f *envelope.Frame) bool {
-	if s.isClosed() {
-		return false
-	}
-	return s.out.put(f, itemAnswer, true)
-}
-
-// AnswersLater queues answers as AnswerLater does, all of them or, when
-// the session closed, none: a step's answers to one session take its
-// queue's lock once.
+// AnswersLater queues answers as Answer does, all of them or, when the
+// session closed, none, and does not wake the connection: a caller with
+// several answers for the session queues them under one lock of its
+// queue, then calls Wake once, so that they go out in one write.
 func (s *Session) AnswersLater(fs []*envelope.Frame) bool {
 	if s.isClosed() {
 		return false
@@ -242,7 +233,7 @@ func (s *Session) Refuse(f *envelope.Frame) bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(f, itemRefusal, false)
+	return s.out.put(f, itemRefusal)
 }
 
 // Echo queues a heartbeat echo, unless an earlier echo is still waiting
@@ -251,7 +242,7 @@ func (s *Session) Echo() bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(heartbeat, itemEcho, false)
+	return s.out.put(heartbeat, itemEcho)
 }
 
 // Status queues a status frame (SPEC §3), which always finds room.
@@ -259,7 +250,7 @@ func (s *Session) Status(f *envelope.Frame) bool {
 	if s.isClosed() {
 		return false
 	}
-	return s.out.put(f, itemStatus, false)
+	return s.out.put(f, itemStatus)
 }
 
 var heartbeat = &envelope.Frame{Kind: envelope.Heartbeat}
