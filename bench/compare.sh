@@ -24,27 +24,34 @@
 # rounds of one row load the two builds in turn, the way to compare two
 # builds closer than the machine's noise between rounds:
 #   INFLIGHT=16 ROUTES=1 BASELINE=0 bench/compare.sh A B 6 5s
+# PIN=1 runs every server on CPU 0 and every load on CPU 1 (taskset), so
+# that the load generator never takes a server's CPU: the way to see what
+# of a tail latency is the two processes sharing the CPUs.
 # The AFTER binary is the load tool.
 set -eu
 before=$1 after=$2 rounds=${3:-3} dur=${4:-5s}
 login=${LOGIN:-3} fanout=${FANOUT:-0} idle=${IDLE:-0}
 inflight=${INFLIGHT:-1 16} routes=${ROUTES:-1 2} baseline=${BASELINE:-1}
+srv="" cli=""
+if [ "${PIN:-0}" = 1 ]; then
+	srv="taskset -c 0" cli="taskset -c 1"
+fi
 tmp=$(mktemp -d)
 pids=""
 trap 'kill $pids 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 echo_addr=127.0.0.1:$(port)
-"$after" bench -serve-echo "$echo_addr" >/dev/null &
+$srv "$after" bench -serve-echo "$echo_addr" >/dev/null &
 pid_echo=$!
 pids="$pids $pid_echo"
 fan_base=127.0.0.1:$(port)
-"$after" bench -serve-fan "$fan_base" >/dev/null &
+$srv "$after" bench -serve-fan "$fan_base" >/dev/null &
 pids="$pids $!"
 start() { # name binary -> sets addr_<name>, fan_<name>, pid_<name>
 	a=127.0.0.1:$(port) f=127.0.0.1:$(port) m=127.0.0.1:$(port)
 	mkdir -p "$tmp/$1"
 	cfg=$("$after" bench -write-config "$tmp/$1" -listen "$a" -fan-listen "$f" -admin "$m")
-	"$2" run -c "$cfg" 2>"$tmp/$1.log" &
+	$srv "$2" run -c "$cfg" 2>"$tmp/$1.log" &
 	eval "pid_$1=$! addr_$1=$a fan_$1=$f admin_$1=$m"
 	pids="$pids $!"
 	i=0
@@ -63,13 +70,13 @@ stop() { # name
 }
 load() { # label addr route pid login
 	for d in $inflight; do
-		"$after" bench -addr "$2" -route "$3" -inflight $d -d "$dur" -warmup 1s -pid "$4" -login "$5" |
+		$cli "$after" bench -addr "$2" -route "$3" -inflight $d -d "$dur" -warmup 1s -pid "$4" -login "$5" |
 			sed "s/^gateway  */$(printf '%-20s' "$1") /"
 	done
 }
 start before "$before"
 start after "$after"
-echo "login route $login; $(nproc) CPUs; $(uptime)"
+echo "login route $login; $(nproc) CPUs; pinned ${PIN:-0}; $(uptime)"
 for r in $(seq "$rounds"); do
 	echo "round $r"
 	[ "$baseline" = 0 ] || load "baseline echo" "$echo_addr" 1 "$pid_echo" 0
@@ -82,7 +89,7 @@ for r in $(seq "$rounds"); do
 	if [ "$fanout" -gt 0 ]; then
 		for b in before after; do
 			eval "fa=\$fan_$b"
-			"$after" bench -fanout "$fanout" -addr "$fa" -fan-base "$fan_base" -d "$dur" -warmup 1s -inflight 1,16 |
+			$cli "$after" bench -fanout "$fanout" -addr "$fa" -fan-base "$fan_base" -d "$dur" -warmup 1s -inflight 1,16 |
 				sed "s/^gateway fan-out /$b fan-out  /"
 		done
 	fi
@@ -95,7 +102,7 @@ if [ "$idle" -gt 0 ]; then
 		start "idle_$b" "$bin"
 		eval "a=\$addr_idle_$b p=\$pid_idle_$b m=\$admin_idle_$b"
 		printf '%-8s ' "$b"
-		"$after" bench -idle "$idle" -addr "$a" -pid "$p" -admin "$m" -login "$login"
+		$cli "$after" bench -idle "$idle" -addr "$a" -pid "$p" -admin "$m" -login "$login"
 		stop "idle_$b"
 	done
 fi
