@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -16,11 +17,13 @@ func gogc() uint64 {
 }
 
 // TestGCFloorUnlessGOGC: `gateway run` raises GOGC while the heap is small,
-// and leaves it alone when the environment sets GOGC, even to 100. GOGC
-// is process-wide: not parallel, and put back.
+// and leaves it alone when the environment sets GOGC, even to 100; the
+// floor stays under half of lua.heap_limit_bytes. GOGC and the memory limit
+// are process-wide: not parallel, and put back.
 func TestGCFloorUnlessGOGC(t *testing.T) {
 	old := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(old) })
+	oldLimit := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetGCPercent(old); debug.SetMemoryLimit(oldLimit) })
 	env := func(v string) func(string) string {
 		return func(k string) string {
 			if k == "GOGC" {
@@ -30,7 +33,7 @@ func TestGCFloorUnlessGOGC(t *testing.T) {
 		}
 	}
 
-	stop := startGCFloor(env("100"))
+	stop := startGCFloor(env("100"), 2<<30)
 	for range 3 {
 		runtime.GC()
 		time.Sleep(5 * time.Millisecond)
@@ -40,17 +43,28 @@ func TestGCFloorUnlessGOGC(t *testing.T) {
 	}
 	stop()
 
-	stop = startGCFloor(env(""))
-	deadline := time.Now().Add(5 * time.Second)
-	for gogc() <= 100 {
-		if time.Now().After(deadline) {
-			t.Fatal("without GOGC in the environment the floor never raised it")
+	for _, c := range []struct {
+		heapLimit int64
+		max       uint64 // the GOGC the floor may set at most: floor / 4 MiB
+	}{
+		{2 << 30, 800},  // the default limit: the 32 MiB floor
+		{16 << 20, 200}, // half of 16 MiB: an 8 MiB floor
+	} {
+		stop = startGCFloor(env(""), c.heapLimit)
+		deadline := time.Now().Add(5 * time.Second)
+		for gogc() <= 100 {
+			if time.Now().After(deadline) {
+				t.Fatalf("heap limit %d MiB: without GOGC in the environment the floor never raised it", c.heapLimit>>20)
+			}
+			runtime.GC()
+			time.Sleep(5 * time.Millisecond)
 		}
-		runtime.GC()
-		time.Sleep(5 * time.Millisecond)
-	}
-	stop()
-	if got := gogc(); got != 100 {
-		t.Errorf("GOGC %d after the floor stopped, want 100", got)
+		if got := gogc(); got > c.max {
+			t.Errorf("heap limit %d MiB: GOGC %d, want at most %d", c.heapLimit>>20, got, c.max)
+		}
+		stop()
+		if got := gogc(); got != 100 {
+			t.Errorf("GOGC %d after the floor stopped, want 100", got)
+		}
 	}
 }

@@ -17,10 +17,10 @@ import (
 )
 
 // gcHeapFloor is the heap goal the collector is kept at, at least, while
-// the live heap is small: under the echo load of BENCHMARKS.md the live
-// heap is about 2 MiB, and GOGC=100 collected 60 times a second. 32 MiB
-// served that load as well as 64 MiB did, and leaves the idle sessions'
-// figure (15,000 of them, 7.8 KiB each) as it was; 64 MiB made it 8.7.
+// the live heap is small (BENCHMARKS.md, "The collector: the heap floor"):
+// under the echo load the live heap is about 2 MiB, and GOGC=100 collected
+// about 60 times a second. 32 MiB served that load as well as 64 MiB did,
+// and leaves the idle sessions' figure as it was; 64 MiB raised it.
 const gcHeapFloor = 32 << 20
 
 // runServer serves the config until SIGINT or SIGTERM, then drains; a
@@ -39,7 +39,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	log := newLogger(stderr, cfg.Log, *textLogs)
-	defer startGCFloor(os.Getenv)()
+	defer startGCFloor(os.Getenv, cfg.Lua.HeapLimitBytes)()
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -98,12 +98,19 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 
 // startGCFloor starts the collector's heap floor (internal/gcfloor, README
 // "The Go collector") unless the environment sets GOGC: then, whatever its
-// value, Go obeys it alone. It returns what stops the floor.
-func startGCFloor(getenv func(string) string) (stop func()) {
+// value, Go obeys it alone. The floor stays under half of
+// lua.heap_limit_bytes (heapLimit), whose watch would otherwise see the
+// floor's garbage pass the limit and collect to check it. It returns what
+// stops the floor.
+func startGCFloor(getenv func(string) string, heapLimit int64) (stop func()) {
 	if getenv("GOGC") != "" {
 		return func() {}
 	}
-	return gcfloor.Start(gcHeapFloor, 100).Stop
+	floor := uint64(gcHeapFloor)
+	if heapLimit > 0 {
+		floor = min(floor, uint64(heapLimit)/2)
+	}
+	return gcfloor.Start(floor, 100).Stop
 }
 
 // reload handles SIGHUP (SPEC §12): the server logs "reload ok" or

@@ -2,18 +2,23 @@
 // floor, the way a server with a small live heap wants it: the gateway's
 // live heap is a few MiB, every request makes a little garbage, and Go's
 // GOGC=100 sets the next collection at twice the live heap (at least
-// 4 MiB), so under load it collected 60 times a second, and a tenth to a
-// fifth of the CPU went to allocation and marking (BENCHMARKS.md, "The
+// 4 MiB), so under load it collected about 60 times a second, and a tenth
+// to a fifth of the CPU went to allocation and marking (BENCHMARKS.md, "The
 // collector"). Raising GOGC for good would let a large live heap (many
-// sessions) double and more; the floor only raises it while twice the live
-// heap is below the floor, so a process whose live heap is over half the
-// floor collects exactly as at GOGC=100.
+// sessions) carry several times its size in garbage; the floor only raises
+// it while twice the live heap is below the floor, so a process whose live
+// heap is over half the floor collects as at GOGC=100.
 //
 // After every collection the floor reads what the collection found live
 // and sets GOGC so that the next goal is the floor (or the base GOGC's goal,
 // whichever is larger). It runs in a cleanup attached to an object made
-// for each cycle, so an idle process (no collections) does nothing. It is
-// process-wide: only a process's main starts it.
+// for each cycle, so an idle process (no collections) does nothing. The
+// cleanup runs once the collection's sweep is done, and SetGCPercent
+// revises the goal at once from what that collection found live; until
+// then the goal is the raised GOGC's, so a live heap that jumped (a mass
+// login) may grow past twice its size in that window (usually
+// milliseconds; a GOMEMLIMIT bounds it). It is process-wide: only a
+// process's main starts it.
 package gcfloor
 
 import (
@@ -50,10 +55,10 @@ type sentinel struct {
 }
 
 // Start keeps the heap goal at floor bytes or more, from the next
-// collection on, with base as the GOGC when the live heap is large (the
-// caller passes what it runs with: 100 unless GOGC says otherwise). A
-// memory limit (GOMEMLIMIT) still applies, and bounds the floor to a
-// quarter of it.
+// collection on, with base (>= 0) as the GOGC when the live heap is large
+// (the caller passes what it runs with: 100 unless GOGC says otherwise).
+// A memory limit (GOMEMLIMIT) still applies, and the one in force at Start
+// bounds the floor to a quarter of it.
 func Start(floor uint64, base int) *Floor {
 	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 && uint64(limit)/4 < floor {
 		floor = uint64(limit) / 4
@@ -86,6 +91,13 @@ func (f *Floor) Stop() {
 	}
 }
 
+// Stopped reports whether Stop was called.
+func (f *Floor) Stopped() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stopped
+}
+
 // Percent is the GOGC the floor set last.
 func (f *Floor) Percent() int {
 	f.mu.Lock()
@@ -100,6 +112,9 @@ func (f *Floor) arm() {
 // cycle runs after a collection: it sets the GOGC that puts the next goal
 // at the floor, and arms itself for the next one.
 func (f *Floor) cycle() {
+	if f.Stopped() {
+		return
+	}
 	metrics.Read(f.samples)
 	live, stacks, globals := f.samples[0].Value.Uint64(), f.samples[1].Value.Uint64(), f.samples[2].Value.Uint64()
 	p := Percent(f.floor, f.base, live, stacks+globals)
@@ -119,20 +134,23 @@ func (f *Floor) cycle() {
 
 // heapMinimum is the runtime's smallest heap goal at GOGC=100
 // (defaultHeapMinimum in runtime/mgcpacer.go), which it scales by GOGC/100.
+// A runtime built with GOEXPERIMENT=heapminimum512kib has 512 KiB: the
+// floor is then reached by the live heap's term only (TestFloor says so).
 const heapMinimum = 4 << 20
 
-// Percent is the smallest GOGC, not under base and at most maxPercent, that
-// puts the heap goal at floor or past it. Go's pacer sets the goal at the
-// larger of live + (live + roots) * GOGC / 100 and heapMinimum * GOGC /
-// 100, so either reaching the floor is enough.
+// Percent is the smallest GOGC, not under base (>= 0) and at most
+// maxPercent, that puts the heap goal at floor or past it. Go's pacer sets
+// the goal at the larger of live + (live + roots) * GOGC / 100 and
+// heapMinimum * GOGC / 100, so either reaching the floor is enough.
 func Percent(floor uint64, base int, live, roots uint64) int {
-	byMinimum := floor * 100 / heapMinimum
-	p := byMinimum
+	p := ceilDiv(floor*100, heapMinimum)
 	if scan := live + roots; scan > 0 {
 		if live >= floor {
 			return base
 		}
-		p = min(p, (floor-live)*100/scan)
+		p = min(p, ceilDiv((floor-live)*100, scan))
 	}
-	return int(max(min(p, maxPercent), uint64(base)))
+	return max(int(min(p, maxPercent)), base)
 }
+
+func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }
