@@ -84,3 +84,41 @@ func TestLoadLoopInsideCoroutine(t *testing.T) {
 		})
 	}
 }
+
+// TestTailCalledYield checks a coroutine whose function ends in `return
+// coroutine.yield(...)`, a tail call of a Go function from the coroutine's
+// first frame: gopher-lua took the yield for the function's return (the
+// coroutine's stack was empty), restarted the function on the next resume
+// and dereferenced nil in Go, which cost the VM (third_party/gopher-lua
+// PATCHES.md, patch 8).
+func TestTailCalledYield(t *testing.T) {
+	cases := []luaCase{
+		{name: "resumed after the yield", body: `local co = coroutine.create(function(a) return coroutine.yield(a + 1) end)
+			local _, x = coroutine.resume(co, 1) local st = coroutine.status(co)
+			local ok, y = coroutine.resume(co, 5)
+			return { x, st, ok, y, coroutine.status(co) }`, want: `[2,"suspended",true,5,"dead"]`},
+		{name: "a generator through wrap", body: `local gen = coroutine.wrap(function(n)
+				for i = 1, 2 do n = coroutine.yield(n * 10) end
+				return coroutine.yield(n + 1)
+			end)
+			return { gen(1), gen(2), gen(3), gen(4) }`, want: `[10,20,4,4]`},
+		{name: "several values", body: `local co = coroutine.create(function() return coroutine.yield(1, 2, 3) end)
+			local r1 = { coroutine.resume(co) } local r2 = { coroutine.resume(co, "a", "b") }
+			return { r1, r2, coroutine.status(co) }`, want: `[[true,1,2,3],[true,"a","b"],"dead"]`},
+		{name: "a dead one still refuses", body: `local co = coroutine.create(function() return coroutine.yield() end)
+			coroutine.resume(co) coroutine.resume(co)
+			return { coroutine.resume(co) }`, want: `[false,"can not resume a dead thread"]`},
+	}
+	a, aScript := caseActor("a", "handler_timeout: 2s", `function M.ping() return "pong" end`, cases)
+	a += "      - {id: 100, binding: ping}\n"
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			luatest.Expect(t, w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), 3*time.Second), c.want, "")
+			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
+		})
+	}
+	if n := len(w.Logs.Records("go panic inside a handler; the VM will be replaced")); n != 0 {
+		t.Fatalf("%d VM crashes", n)
+	}
+}

@@ -54,3 +54,30 @@ func TestShieldResumeIntoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per resume, want 0", n)
 	}
 }
+
+// Shield patch 8: `return coroutine.yield(...)`, a Go function tail-called
+// by a coroutine's first frame, suspends the coroutine and, resumed, returns
+// the values it was resumed with; upstream crashed on the second resume.
+// A tail call of a Go function that returns (not yields) returns its
+// results, as before.
+func TestShieldTailCalledYield(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	if err := L.DoString(`
+local co = coroutine.create(function(a) return coroutine.yield(a + 1, "y") end)
+local r1 = { coroutine.resume(co, 1) }
+local s1 = coroutine.status(co)
+local r2 = { coroutine.resume(co, 5, 6) }
+local r3 = { coroutine.resume(co) }
+local plain = coroutine.create(function(x) return tostring(x) end)
+local r4 = { coroutine.resume(plain, 7) }
+result = table.concat({ tostring(r1[1]), r1[2], r1[3], s1, tostring(r2[1]), r2[2], r2[3],
+  coroutine.status(co), tostring(r3[1]), tostring(r4[1]), r4[2], coroutine.status(plain) }, ",")
+`); err != nil {
+		t.Fatal(err)
+	}
+	want := "true,2,y,suspended,true,5,6,dead,false,true,7,dead"
+	if got := L.GetGlobal("result").String(); got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}

@@ -1370,6 +1370,22 @@ func init() {
 					}
 				}
 			}
+			if callable.IsG && L.Parent != nil && L.stack.Sp() == 1 {
+				// Shield patch 8: a coroutine's first frame tail-calls a Go
+				// function (`return coroutine.yield(v)`). It is called as
+				// OP_CALL calls it, keeping this frame: its results, or the
+				// values the coroutine is resumed with when it yields, land
+				// at RA, and the OP_RETURN A 0 the compiler puts after
+				// every tail call returns them. Upstream's tail call left
+				// a coroutine suspended in the yield with no frame at all,
+				// which the next resume took for a new start and crashed
+				// on (a nil function).
+				L.pushCallFrame(callFrame{Fn: callable, Pc: 0, Base: RA, LocalBase: RA + 1, ReturnBase: RA, NArgs: nargs, NRet: MultRet, Parent: cf, TailCall: 0}, lv, meta)
+				if callGFunction(L, false) {
+					return 1
+				}
+				return 0
+			}
 			if callable.IsG {
 				luaframe := cf
 				L.pushCallFrame(callFrame{
