@@ -4,13 +4,10 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// prelude is compiled once per VM. It returns the body every pooled message
-// coroutine runs, and the pcall, xpcall, coroutine.resume and
-// coroutine.wrap that replace the base library's.
-//
-// The body is skynet's co_create loop: each resume hands it a function and
-// its arguments; it runs them and yields DONE with the results, then waits
-// for the next function. A tail call keeps the stack flat forever.
+// prelude is compiled once per VM. It returns the pcall, xpcall,
+// coroutine.resume and coroutine.wrap that replace the base library's.
+// (Every message runs in a pooled coroutine, its handler started at the
+// coroutine's first frame: task.go, gopher-lua's ResumePooled.)
 //
 // gopher-lua's pcall runs the protected function in a nested Go call, out
 // of which a coroutine cannot yield, so shield.call inside pcall would fail.
@@ -24,13 +21,9 @@ import (
 // resume and wrap pass WAIT yields up to the message coroutine and hand
 // the reply back down, and return every other yield to their caller.
 var preludeChunk = &builtin{name: "prelude", src: `
-local DONE, WAIT, isgo, gpcall, gxpcall = ...
+local WAIT, isgo, gpcall, gxpcall = ...
 local create, resume, yield, status = coroutine.create, coroutine.resume, coroutine.yield, coroutine.status
-local select, error, type = select, error, type
-
-local function loop(f, ...)
-  return loop(yield(DONE, f(...)))
-end
+local error, type = error, type
 
 local function step(co, ok, ...)
   if status(co) == "dead" then return ok, ... end
@@ -87,7 +80,7 @@ local function wrap(f)
   return function(...) return wrapped(rstep(co, resume(co, ...))) end
 end
 
-return loop, pcall, xpcall, cresume, wrap
+return pcall, xpcall, cresume, wrap
 `}
 
 // installCoroutines replaces coroutine.create so that a new thread shares
@@ -174,7 +167,6 @@ const maxNesting = 200
 func (vm *VM) compilePrelude() error {
 	vm.l.Push(preludeChunk.function(vm.l))
 	g := vm.l.G.Global
-	vm.l.Push(vm.done)
 	vm.l.Push(vm.wait)
 	vm.l.Push(vm.l.NewFunction(func(L *lua.LState) int {
 		L.Push(lua.LBool(L.CheckFunction(1).IsG))
@@ -182,16 +174,15 @@ func (vm *VM) compilePrelude() error {
 	}))
 	vm.l.Push(g.RawGetString("pcall"))
 	vm.l.Push(g.RawGetString("xpcall"))
-	if err := vm.l.PCall(5, 5, nil); err != nil {
+	if err := vm.l.PCall(4, 4, nil); err != nil {
 		return err
 	}
 	co := g.RawGetString("coroutine").(*lua.LTable)
-	vm.body = vm.l.Get(-5).(*lua.LFunction)
 	g.RawSetString("pcall", vm.l.Get(-4))
 	g.RawSetString("xpcall", vm.l.Get(-3))
 	co.RawSetString("resume", vm.l.Get(-2))
 	co.RawSetString("wrap", vm.l.Get(-1))
-	vm.l.Pop(5)
+	vm.l.Pop(4)
 	return nil
 }
 

@@ -109,10 +109,7 @@ func (vm *VM) getThread() *lua.LState {
 		return th
 	}
 	th := vm.newThread()
-	// The first resume starts the loop: run a no-op through it so that
-	// Panic, which Resume sets on a thread's first start, can be replaced
-	// by the hook that keeps tracebacks.
-	vm.l.Resume(th, vm.body, vm.noop)
+	// ResumePooled keeps this hook (Resume would replace it on every start).
 	th.Panic = vm.panicHook
 	return th
 }
@@ -165,9 +162,7 @@ func (vm *VM) start(t *task, fn *lua.LFunction, args ...lua.LValue) {
 	}
 	t.ctxline = vm.lastLineValue
 	t.co = vm.getThread()
-	vm.args = append(vm.args[:0], fn)
-	vm.args = append(vm.args, args...)
-	vm.run(t, vm.args...)
+	vm.run(t, fn, args...)
 }
 
 // resume runs a suspended task again, unless its budget ran out meanwhile.
@@ -176,11 +171,12 @@ func (vm *VM) resume(t *task, args ...lua.LValue) {
 		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
 		return
 	}
-	vm.run(t, args...)
+	vm.run(t, nil, args...)
 }
 
-// run runs t until it finishes, fails, or suspends again.
-func (vm *VM) run(t *task, args ...lua.LValue) {
+// run runs t until it finishes, fails, or suspends again: it starts fn on
+// t's coroutine, or resumes the coroutine when fn is nil.
+func (vm *VM) run(t *task, fn *lua.LFunction, args ...lua.LValue) {
 	if vm.crashed {
 		// Replaced when the actor's step ends: run nothing more in it.
 		vm.finish(t, nil, vm.crashErr())
@@ -190,7 +186,7 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 	t.waiting = 0
 	vm.setCtx(t.ctxline)
 	vm.intr.arm(t.deadline)
-	st, err, vals, panicked := vm.resumeTask(t, args)
+	st, err, vals, panicked := vm.resumeTask(t, fn, args)
 	reason := vm.intr.disarm()
 	vm.current = nil
 
@@ -227,9 +223,6 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 		vm.finish(t, nil, vm.crashErr())
 	case err != nil:
 		vm.finish(t, nil, vm.classify(t, err))
-	case st == lua.ResumeYield && len(vals) > 0 && vals[0] == vm.done:
-		vm.putThread(t.co)
-		vm.finish(t, vals[1:], nil)
 	case st == lua.ResumeYield:
 		// Waiting for a reply or timer (t.waiting set by the function that
 		// yielded), or stuck in a bare coroutine.yield; either way the
@@ -240,7 +233,9 @@ func (vm *VM) run(t *task, args ...lua.LValue) {
 			t.budget = vm.timers.push(t.deadline, timerBudget, t.id)
 		}
 	default:
-		// The loop never returns; if it did, the thread is spent.
+		// The function returned: the coroutine is dead to Lua, and starts
+		// the next message's function (ResumePooled).
+		vm.putThread(t.co)
 		vm.finish(t, vals, nil)
 	}
 	// The values were read (finish is done with them): their slice serves
@@ -258,7 +253,7 @@ const maxKeptRets = 64
 // resumeTask resumes t's coroutine, recovering a Go panic that escapes
 // gopher-lua instead of letting it unwind the actor's step, where the task
 // would be lost without an answer.
-func (vm *VM) resumeTask(t *task, args []lua.LValue) (st lua.ResumeState, err error, vals []lua.LValue, panicked any) {
+func (vm *VM) resumeTask(t *task, fn *lua.LFunction, args []lua.LValue) (st lua.ResumeState, err error, vals []lua.LValue, panicked any) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = r
@@ -269,7 +264,7 @@ func (vm *VM) resumeTask(t *task, args []lua.LValue) (st lua.ResumeState, err er
 	// still reads them gets its own.
 	rets := vm.rets
 	vm.rets = nil
-	st, err, vals = vm.l.ResumeInto(rets, t.co, vm.body, args...)
+	st, err, vals = vm.l.ResumePooled(rets, t.co, fn, args...)
 	return st, err, vals, nil
 }
 

@@ -109,11 +109,8 @@ type VM struct {
 	lastLine                int64          // the last ctx.deadline, unix ms
 	lastLineValue           lua.LValue     // lastLine, boxed
 	errMeta                 *lua.LTable    // metatable of shield error tables: marks them trusted
-	done                    *lua.LUserData // yielded by the task loop when a handler returns
 	wait                    *lua.LUserData // yielded by shield functions that suspend
-	noop                    *lua.LFunction
-	body                    *lua.LFunction // the pooled coroutines' loop
-	pool                    []*lua.LState
+	pool                    []*lua.LState  // finished message coroutines, for ResumePooled
 	tasks                   map[uint64]*task
 	pending                 map[uint64]*pending
 	timers                  timerHeap
@@ -199,8 +196,7 @@ func New(spec Spec) (*VM, error) {
 // so that the script's top level can already use shield.
 func (vm *VM) setup() error {
 	L := vm.l
-	vm.done, vm.wait = L.NewUserData(), L.NewUserData()
-	vm.noop = L.NewFunction(func(*lua.LState) int { return 0 })
+	vm.wait = L.NewUserData()
 	vm.installCoroutines()
 	if err := vm.compilePrelude(); err != nil {
 		return err

@@ -1951,6 +1951,32 @@ func (ls *LState) Resume(th *LState, fn *LFunction, args ...LValue) (ResumeState
 // which saves an allocation per resume. A nil rets allocates as Resume
 // does.
 func (ls *LState) ResumeInto(rets []LValue, th *LState, fn *LFunction, args ...LValue) (ResumeState, error, []LValue) {
+	return ls.resumeInto(rets, th, fn, false, args...)
+}
+
+// ResumePooled runs fn on th, a coroutine kept in a pool by a caller that
+// runs one function per message on it (Shield patch 9): it starts fn at
+// th's first frame when th is new or its last function returned, and
+// otherwise resumes th where it yielded (fn is then ignored). Unlike
+// Resume it keeps th's Panic hook (Resume replaces it with its own at
+// every start), and it reports the values exactly as returned or yielded
+// (Resume reports a nil when there are none). A finished coroutine stays
+// dead for Lua until it is started again, so coroutine.resume refuses it
+// and a script that kept a reference to it cannot start it. A coroutine
+// that died of an error with frames left (raised inside a call) is
+// refused with an error; callers should not reuse one that failed anyway.
+func (ls *LState) ResumePooled(rets []LValue, th *LState, fn *LFunction, args ...LValue) (ResumeState, error, []LValue) {
+	if th.Dead {
+		if th.isStarted() || !th.stack.IsEmpty() {
+			return ResumeError, newApiErrorS(ApiErrorRun, "can not resume a dead thread"), nil
+		}
+		th.Dead = false
+	}
+	return ls.resumeInto(rets, th, fn, true, args...)
+}
+
+// resumeInto is ResumeInto, and ResumePooled when pooled is set.
+func (ls *LState) resumeInto(rets []LValue, th *LState, fn *LFunction, pooled bool, args ...LValue) (ResumeState, error, []LValue) {
 	isstarted := th.isStarted()
 	if !isstarted {
 		base := 0
@@ -1984,7 +2010,9 @@ func (ls *LState) ResumeInto(rets []LValue, th *LState, fn *LFunction, args ...L
 		}
 		cf.NArgs = len(args)
 		th.initCallFrame(cf)
-		th.Panic = panicWithoutTraceback
+		if !pooled { // Shield patch 9: see ResumePooled
+			th.Panic = panicWithoutTraceback
+		}
 	} else {
 		for _, arg := range args {
 			th.Push(arg)
@@ -2000,7 +2028,7 @@ func (ls *LState) ResumeInto(rets []LValue, th *LState, fn *LFunction, args ...L
 	for idx := top + 2; idx <= ls.GetTop(); idx++ {
 		ret = append(ret, ls.Get(idx))
 	}
-	if len(ret) == 0 {
+	if len(ret) == 0 && (haserror || !pooled) { // Shield patch 9: see ResumePooled
 		ret = append(ret, LNil)
 	}
 	ls.SetTop(top)

@@ -81,3 +81,91 @@ result = table.concat({ tostring(r1[1]), r1[2], r1[3], s1, tostring(r2[1]), r2[2
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }
+
+// Shield patch 9: ResumePooled starts a function on a new or finished
+// coroutine, resumes a suspended one, keeps the coroutine's Panic hook,
+// and reports no value when there is none.
+func TestShieldResumePooled(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	if err := L.DoString(`
+function add(a, b) return a + b, "sum" end
+function none() end
+function waits(a) local b = coroutine.yield(a) return b * 2 end
+function fails() local t = nil; return t.x end
+function raises() error("boom") end
+function keep(co) kept = co end
+`); err != nil {
+		t.Fatal(err)
+	}
+	fn := func(name string) *LFunction { return L.GetGlobal(name).(*LFunction) }
+	hooked := 0
+	th, _ := L.NewThread()
+	th.Panic = func(L *LState) {
+		hooked++
+		panic(&ApiError{Type: ApiErrorRun, Object: L.Get(-1)})
+	}
+
+	st, err, vals := L.ResumePooled(nil, th, fn("add"), LNumber(1), LNumber(2))
+	if st != ResumeOK || err != nil || len(vals) != 2 || vals[0] != LNumber(3) || vals[1] != LString("sum") {
+		t.Fatalf("add on a new coroutine: %v %v %v", st, err, vals)
+	}
+	if !th.Dead || L.Status(th) != "dead" {
+		t.Fatalf("finished: Dead %v, status %q, want dead for Lua", th.Dead, L.Status(th))
+	}
+	// A script that kept the finished coroutine cannot resume it.
+	L.Push(fn("keep"))
+	L.Push(th)
+	L.Call(1, 0)
+	if err := L.DoString(`local ok, msg = coroutine.resume(kept); refused = not ok and msg`); err != nil {
+		t.Fatal(err)
+	}
+	if got := L.GetGlobal("refused"); got == LFalse || got == LNil {
+		t.Fatalf("coroutine.resume of a finished pooled coroutine: %v, want refused", got)
+	}
+
+	if st, err, vals := L.ResumePooled(nil, th, fn("none")); st != ResumeOK || err != nil || len(vals) != 0 {
+		t.Fatalf("none on the finished coroutine: %v %v %v, want no values", st, err, vals)
+	}
+	if st, err, vals := L.ResumePooled(nil, th, fn("waits"), LNumber(4)); st != ResumeYield || err != nil || len(vals) != 1 || vals[0] != LNumber(4) {
+		t.Fatalf("waits: %v %v %v", st, err, vals)
+	}
+	if st, err, vals := L.ResumePooled(nil, th, nil, LNumber(5)); st != ResumeOK || err != nil || len(vals) != 1 || vals[0] != LNumber(10) {
+		t.Fatalf("waits resumed: %v %v %v", st, err, vals)
+	}
+	if st, err, _ := L.ResumePooled(nil, th, fn("fails")); st != ResumeError || err == nil {
+		t.Fatalf("fails: %v %v", st, err)
+	}
+	// An error raised in the first frame itself leaves no frame: the
+	// coroutine is as finished. One raised inside a call (error's own
+	// frame) leaves frames: refused.
+	if st, err, _ := L.ResumePooled(nil, th, fn("raises")); st != ResumeError || err == nil {
+		t.Fatalf("raises: %v %v", st, err)
+	}
+	if hooked != 2 {
+		t.Fatalf("the coroutine's own Panic hook ran %d times, want 2 (Resume would have replaced it)", hooked)
+	}
+	if st, err, _ := L.ResumePooled(nil, th, fn("add"), LNumber(1), LNumber(2)); st != ResumeError || err == nil {
+		t.Fatalf("add after an error inside a call: %v %v, want refused", st, err)
+	}
+}
+
+// A coroutine started per message with ResumePooled allocates nothing of
+// its own.
+func TestShieldResumePooledAllocs(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	if err := L.DoString(`function echo(v) return v end`); err != nil {
+		t.Fatal(err)
+	}
+	fn := L.GetGlobal("echo").(*LFunction)
+	th, _ := L.NewThread()
+	buf := make([]LValue, 0, 4)
+	v := LValue(LTrue)
+	n := testing.AllocsPerRun(100, func() {
+		_, _, buf = L.ResumePooled(buf[:0], th, fn, v)
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per run, want 0", n)
+	}
+}
