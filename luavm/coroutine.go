@@ -5,7 +5,8 @@ import (
 )
 
 // prelude is compiled once per VM. It returns the pcall, xpcall,
-// coroutine.resume and coroutine.wrap that replace the base library's.
+// coroutine.resume and coroutine.wrap that replace the base library's, and
+// the trampoline a Go function's task runs through.
 // (Every message runs in a pooled coroutine, its handler started at the
 // coroutine's first frame: task.go, gopher-lua's ResumePooled.)
 //
@@ -80,7 +81,13 @@ local function wrap(f)
   return function(...) return wrapped(rstep(co, resume(co, ...))) end
 end
 
-return pcall, xpcall, cresume, wrap
+-- A task whose function is a Go function runs it through this, so that
+-- the coroutine's first frame is a Lua one (task.go, VM.start).
+local function callgo(f, ...)
+  return f(...)
+end
+
+return pcall, xpcall, cresume, wrap, callgo
 `}
 
 // installCoroutines replaces coroutine.create so that a new thread shares
@@ -174,15 +181,16 @@ func (vm *VM) compilePrelude() error {
 	}))
 	vm.l.Push(g.RawGetString("pcall"))
 	vm.l.Push(g.RawGetString("xpcall"))
-	if err := vm.l.PCall(4, 4, nil); err != nil {
+	if err := vm.l.PCall(4, 5, nil); err != nil {
 		return err
 	}
 	co := g.RawGetString("coroutine").(*lua.LTable)
-	g.RawSetString("pcall", vm.l.Get(-4))
-	g.RawSetString("xpcall", vm.l.Get(-3))
-	co.RawSetString("resume", vm.l.Get(-2))
-	co.RawSetString("wrap", vm.l.Get(-1))
-	vm.l.Pop(4)
+	g.RawSetString("pcall", vm.l.Get(-5))
+	g.RawSetString("xpcall", vm.l.Get(-4))
+	co.RawSetString("resume", vm.l.Get(-3))
+	co.RawSetString("wrap", vm.l.Get(-2))
+	vm.callGo = vm.l.Get(-1).(*lua.LFunction)
+	vm.l.Pop(5)
 	return nil
 }
 

@@ -87,10 +87,9 @@ func TestLoadLoopInsideCoroutine(t *testing.T) {
 
 // TestTailCalledYield checks a coroutine whose function ends in `return
 // coroutine.yield(...)`, a tail call of a Go function from the coroutine's
-// first frame: gopher-lua took the yield for the function's return (the
-// coroutine's stack was empty), restarted the function on the next resume
-// and dereferenced nil in Go, which cost the VM (third_party/gopher-lua
-// PATCHES.md, patch 8).
+// first frame: gopher-lua left the suspended coroutine with no frame, and
+// the next coroutine.resume dereferenced the missing one in Go, which cost
+// the VM (third_party/gopher-lua PATCHES.md, patch 8).
 func TestTailCalledYield(t *testing.T) {
 	cases := []luaCase{
 		{name: "resumed after the yield", body: `local co = coroutine.create(function(a) return coroutine.yield(a + 1) end)
@@ -115,6 +114,59 @@ func TestTailCalledYield(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			luatest.Expect(t, w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), 3*time.Second), c.want, "")
+			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
+		})
+	}
+	if n := len(w.Logs.Records("go panic inside a handler; the VM will be replaced")); n != 0 {
+		t.Fatalf("%d VM crashes", n)
+	}
+}
+
+// TestGoFunctionTasks checks tasks whose function is a Go function (a
+// module field set to one, a timer's callback): they run through a Lua
+// trampoline, since gopher-lua never ends a coroutine whose first frame is
+// a Go function, and that cost the VM.
+func TestGoFunctionTasks(t *testing.T) {
+	cases := []luaCase{
+		{name: "a timer's callback is a Go function", body: `shield.timeout(1, type) shield.sleep(30) return "slept"`, want: `"slept"`},
+		{name: "a method is a Go function", body: `return shield.call("a", "gomethod")`, want: `"table"`},
+	}
+	a, aScript := caseActor("a", "handler_timeout: 2s", `function M.ping() return "pong" end
+M.gotype = type
+M.gomethod = type`, cases)
+	a += "      - {id: 100, binding: ping}\n      - {id: 101, binding: gotype}\n"
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
+	t.Run("a handler is a Go function", func(t *testing.T) {
+		luatest.Expect(t, w.Ask(t, "a", 101, "{}"), `"table"`, "")
+	})
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			luatest.Expect(t, w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), 3*time.Second), c.want, "")
+			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
+		})
+	}
+	if n := len(w.Logs.Records("go panic inside a handler; the VM will be replaced")); n != 0 {
+		t.Fatalf("%d VM crashes", n)
+	}
+}
+
+// TestHijackedMessageCoroutine checks a message whose coroutine another
+// message resumed (the script kept coroutine.running()): when its own
+// reply comes, the coroutine is no longer waiting for it, and the message
+// fails instead of resuming a finished coroutine, which cost the VM.
+func TestHijackedMessageCoroutine(t *testing.T) {
+	cases := []luaCase{
+		{name: "finished by a timer's callback", body: `local me = coroutine.running()
+			shield.timeout(1, function() coroutine.resume(me, "hijacked") end)
+			shield.sleep(50)
+			return "slept"`, want: "client_rpc.handler_failed", msg: "resumed by another message"},
+	}
+	a, aScript := caseActor("a", "handler_timeout: 2s", `function M.ping() return "pong" end`, cases)
+	a += "      - {id: 100, binding: ping}\n"
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			luatest.Expect(t, w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), 3*time.Second), c.want, c.msg)
 			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
 		})
 	}

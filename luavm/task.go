@@ -162,6 +162,16 @@ func (vm *VM) start(t *task, fn *lua.LFunction, args ...lua.LValue) {
 	}
 	t.ctxline = vm.lastLineValue
 	t.co = vm.getThread()
+	if fn.IsG {
+		// A Go function (a module field set to one, a timer's callback)
+		// cannot be a coroutine's first frame: gopher-lua never ends such
+		// a coroutine. A Lua trampoline tail-calls it (gopher-lua patch 8
+		// lets it yield there).
+		vm.args = append(vm.args[:0], fn)
+		vm.args = append(vm.args, args...)
+		vm.run(t, vm.callGo, vm.args...)
+		return
+	}
 	vm.run(t, fn, args...)
 }
 
@@ -169,6 +179,13 @@ func (vm *VM) start(t *task, fn *lua.LFunction, args ...lua.LValue) {
 func (vm *VM) resume(t *task, args ...lua.LValue) {
 	if !time.Now().Before(t.deadline) {
 		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
+		return
+	}
+	if st := vm.l.Status(t.co); st != "suspended" {
+		// Another message resumed this one's coroutine (a script kept
+		// coroutine.running() and resumed it), which finished or failed
+		// there: there is nothing left to give the reply to.
+		vm.finish(t, nil, codes.New(codes.HandlerFailed, "%s: its coroutine was resumed by another message and is %s", t.label(), st))
 		return
 	}
 	vm.run(t, nil, args...)

@@ -110,6 +110,7 @@ type VM struct {
 	lastLineValue           lua.LValue     // lastLine, boxed
 	errMeta                 *lua.LTable    // metatable of shield error tables: marks them trusted
 	wait                    *lua.LUserData // yielded by shield functions that suspend
+	callGo                  *lua.LFunction // the prelude's trampoline for a Go function's task
 	pool                    []*lua.LState  // finished message coroutines, for ResumePooled
 	tasks                   map[uint64]*task
 	pending                 map[uint64]*pending
@@ -119,7 +120,7 @@ type VM struct {
 	gen                     uint64 // this VM's generation, see Call.Gen
 	nextID                  uint64
 	current                 *task        // the task being resumed, if any
-	args                    []lua.LValue // scratch for start
+	args                    []lua.LValue // scratch for start (a Go function's task)
 	rets                    []lua.LValue // scratch for a run's results (resumeTask)
 	freeTasks               []*task      // finished tasks for reuse (recycle)
 	raised                  bool         // the last error came through panicHook

@@ -93,7 +93,6 @@ function add(a, b) return a + b, "sum" end
 function none() end
 function waits(a) local b = coroutine.yield(a) return b * 2 end
 function fails() local t = nil; return t.x end
-function raises() error("boom") end
 function keep(co) kept = co end
 `); err != nil {
 		t.Fatal(err)
@@ -133,20 +132,34 @@ function keep(co) kept = co end
 	if st, err, vals := L.ResumePooled(nil, th, nil, LNumber(5)); st != ResumeOK || err != nil || len(vals) != 1 || vals[0] != LNumber(10) {
 		t.Fatalf("waits resumed: %v %v %v", st, err, vals)
 	}
+	if th.reg.Top() != 0 {
+		t.Fatalf("a finished coroutine keeps %d registers of its function's", th.reg.Top())
+	}
 	if st, err, _ := L.ResumePooled(nil, th, fn("fails")); st != ResumeError || err == nil {
 		t.Fatalf("fails: %v %v", st, err)
 	}
-	// An error raised in the first frame itself leaves no frame: the
-	// coroutine is as finished. One raised inside a call (error's own
-	// frame) leaves frames: refused.
-	if st, err, _ := L.ResumePooled(nil, th, fn("raises")); st != ResumeError || err == nil {
-		t.Fatalf("raises: %v %v", st, err)
+	if hooked != 1 {
+		t.Fatalf("the coroutine's own Panic hook ran %d times, want 1 (Resume would have replaced it)", hooked)
 	}
-	if hooked != 2 {
-		t.Fatalf("the coroutine's own Panic hook ran %d times, want 2 (Resume would have replaced it)", hooked)
-	}
+	// Refused: one that died of an error (even in its first frame, which
+	// leaves no frame but may leave open upvalues) ...
 	if st, err, _ := L.ResumePooled(nil, th, fn("add"), LNumber(1), LNumber(2)); st != ResumeError || err == nil {
-		t.Fatalf("add after an error inside a call: %v %v, want refused", st, err)
+		t.Fatalf("add after an error: %v %v, want refused", st, err)
+	}
+	// ... one that is not suspended, when there is no function to start ...
+	fresh, _ := L.NewThread()
+	if st, err, _ := L.ResumePooled(nil, fresh, nil); st != ResumeError || err == nil {
+		t.Fatalf("a new coroutine without a function: %v %v, want refused", st, err)
+	}
+	// ... and one that Lua code finished.
+	if err := L.DoString(`byLua = coroutine.create(function() return 1 end); coroutine.resume(byLua)`); err != nil {
+		t.Fatal(err)
+	}
+	if st, err, _ := L.ResumePooled(nil, L.GetGlobal("byLua").(*LState), fn("add"), LNumber(1), LNumber(2)); st != ResumeError || err == nil {
+		t.Fatalf("a coroutine Lua finished: %v %v, want refused", st, err)
+	}
+	if st, _, vals := L.ResumePooled(nil, fresh, fn("add"), LNumber(2), LNumber(2)); st != ResumeOK || vals[0] != LNumber(4) {
+		t.Fatalf("the new coroutine, with a function: %v %v", st, vals)
 	}
 }
 

@@ -2169,23 +2169,37 @@ func (ls *LState) ResumeInto(rets []LValue, th *LState, fn *LFunction, args ...L
 
 // ResumePooled runs fn on th, a coroutine kept in a pool by a caller that
 // runs one function per message on it (Shield patch 9): it starts fn at
-// th's first frame when th is new or its last function returned, and
-// otherwise resumes th where it yielded (fn is then ignored). Unlike
-// Resume it keeps th's Panic hook (Resume replaces it with its own at
-// every start), and it reports the values exactly as returned or yielded
-// (Resume reports a nil when there are none). A finished coroutine stays
-// dead for Lua until it is started again, so coroutine.resume refuses it
-// and a script that kept a reference to it cannot start it. A coroutine
-// that died of an error with frames left (raised inside a call) is
-// refused with an error; callers should not reuse one that failed anyway.
+// th's first frame when th is new or its last function, started by
+// ResumePooled, returned; and otherwise resumes th where it yielded (fn
+// is then not used). Unlike Resume it keeps th's Panic hook (Resume sets
+// its own at every start), and it reports the values exactly as returned
+// or yielded (Resume reports a nil when there are none). A finished
+// coroutine is dead for Lua until it is started again, so
+// coroutine.resume refuses it and a script that kept a reference to it
+// cannot start it. Refused with an error: a coroutine that is not
+// suspended when fn is nil, one that died of an error, and one that Lua
+// code finished (coroutine.resume). A thread made by NewThread under a
+// parent with a context gets a context that its first finish cancels:
+// give a pooled thread its own (SetContext).
 func (ls *LState) ResumePooled(rets []LValue, th *LState, fn *LFunction, args ...LValue) (ResumeState, error, []LValue) {
-	if th.Dead {
-		if th.isStarted() || !th.stack.IsEmpty() {
-			return ResumeError, newApiErrorS(ApiErrorRun, "can not resume a dead thread"), nil
+	if !th.isStarted() {
+		if fn == nil {
+			return ResumeError, newApiErrorS(ApiErrorRun, "can not resume a thread that is not suspended"), nil
 		}
-		th.Dead = false
+		if th.Dead {
+			if !th.pooledDone || !th.stack.IsEmpty() {
+				return ResumeError, newApiErrorS(ApiErrorRun, "can not resume a dead thread"), nil
+			}
+			th.Dead = false
+		}
 	}
-	return ls.resumeInto(rets, th, fn, true, args...)
+	th.pooledDone = false
+	st, err, vals := ls.resumeInto(rets, th, fn, true, args...)
+	if st == ResumeOK {
+		th.pooledDone = true
+		th.reg.SetTop(0) // what the function left in its registers is garbage now
+	}
+	return st, err, vals
 }
 
 // resumeInto is ResumeInto, and ResumePooled when pooled is set.

@@ -215,6 +215,7 @@ type LState struct {
 	mainLoop     func(*LState, *callFrame)
 	ctx          context.Context
 	ctxCancelFn  context.CancelFunc
+	pooledDone   bool // Shield patch 9: its last function, started by ResumePooled, returned
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }

@@ -1378,8 +1378,8 @@ func init() {
 				// at RA, and the OP_RETURN A 0 the compiler puts after
 				// every tail call returns them. Upstream's tail call left
 				// a coroutine suspended in the yield with no frame at all,
-				// which the next resume took for a new start and crashed
-				// on (a nil function).
+				// whose next coroutine.resume read the missing frame (a
+				// nil dereference).
 				L.pushCallFrame(callFrame{Fn: callable, Pc: 0, Base: RA, LocalBase: RA + 1, ReturnBase: RA, NArgs: nargs, NRet: MultRet, Parent: cf, TailCall: 0}, lv, meta)
 				if callGFunction(L, false) {
 					return 1
