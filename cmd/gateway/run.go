@@ -17,7 +17,7 @@ import (
 )
 
 // gcHeapFloor is the heap goal the collector is kept at, at least, while
-// the live heap is small (BENCHMARKS.md, "The collector: the heap floor"):
+// the live heap is small (BENCHMARKS.md, "The fourth round"):
 // under the echo load the live heap is about 2 MiB, and GOGC=100 collected
 // about 60 times a second. 32 MiB served that load as well as 64 MiB did,
 // and leaves the idle sessions' figure as it was; 64 MiB raised it.

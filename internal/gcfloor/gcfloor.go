@@ -4,7 +4,7 @@
 // GOGC=100 sets the next collection at twice the live heap (at least
 // 4 MiB), so under load it collected about 60 times a second, and a tenth
 // to a fifth of the CPU went to allocation and marking (BENCHMARKS.md, "The
-// collector"). Raising GOGC for good would let a large live heap (many
+// fourth round"). Raising GOGC for good would let a large live heap (many
 // sessions) carry several times its size in garbage; the floor only raises
 // it while twice the live heap is below the floor, so a process whose live
 // heap is over half the floor collects as at GOGC=100.
@@ -134,8 +134,9 @@ func (f *Floor) cycle() {
 
 // heapMinimum is the runtime's smallest heap goal at GOGC=100
 // (defaultHeapMinimum in runtime/mgcpacer.go), which it scales by GOGC/100.
-// A runtime built with GOEXPERIMENT=heapminimum512kib has 512 KiB: the
-// floor is then reached by the live heap's term only (TestFloor says so).
+// A runtime built with GOEXPERIMENT=heapminimum512kib has 512 KiB, and
+// the floor then falls short while the live heap is small (TestFloor would
+// fail: its goal is checked against the floor).
 const heapMinimum = 4 << 20
 
 // Percent is the smallest GOGC, not under base (>= 0) and at most
