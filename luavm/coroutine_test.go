@@ -32,18 +32,7 @@ func TestResumeOfAWaitingThread(t *testing.T) {
 			local _, x = coroutine.resume(co, 1) local _, y = coroutine.resume(co, 5)
 			return { x, y, coroutine.status(co) }`, want: `[2,10,"dead"]`},
 	}
-	a, aScript := caseActor("a", "handler_timeout: 2s", `function M.ping() return "pong" end`, cases)
-	a += "      - {id: 100, binding: ping}\n"
-	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			luatest.Expect(t, w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), 3*time.Second), c.want, "")
-			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
-		})
-	}
-	if n := len(w.Logs.Records("go panic inside a handler; the VM will be replaced")); n != 0 {
-		t.Fatalf("%d VM crashes", n)
-	}
+	awaitCases(t, startCases(t, "", "", cases), cases)
 }
 
 // TestLoadLoopInsideCoroutine checks that the load budget stops an endless
@@ -108,18 +97,7 @@ func TestTailCalledYield(t *testing.T) {
 			coroutine.resume(co) coroutine.resume(co)
 			return { coroutine.resume(co) }`, want: `[false,"can not resume a dead thread"]`},
 	}
-	a, aScript := caseActor("a", "handler_timeout: 2s", `function M.ping() return "pong" end`, cases)
-	a += "      - {id: 100, binding: ping}\n"
-	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			luatest.Expect(t, w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), 3*time.Second), c.want, "")
-			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
-		})
-	}
-	if n := len(w.Logs.Records("go panic inside a handler; the VM will be replaced")); n != 0 {
-		t.Fatalf("%d VM crashes", n)
-	}
+	awaitCases(t, startCases(t, "", "", cases), cases)
 }
 
 // TestGoFunctionTasks checks tasks whose function is a Go function (a
@@ -131,23 +109,11 @@ func TestGoFunctionTasks(t *testing.T) {
 		{name: "a timer's callback is a Go function", body: `shield.timeout(1, type) shield.sleep(30) return "slept"`, want: `"slept"`},
 		{name: "a method is a Go function", body: `return shield.call("a", "gomethod")`, want: `"table"`},
 	}
-	a, aScript := caseActor("a", "handler_timeout: 2s", `function M.ping() return "pong" end
-M.gotype = type
-M.gomethod = type`, cases)
-	a += "      - {id: 100, binding: ping}\n      - {id: 101, binding: gotype}\n"
-	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
+	w := startCases(t, "M.gotype = type\nM.gomethod = type", "      - {id: 101, binding: gotype}\n", cases)
 	t.Run("a handler is a Go function", func(t *testing.T) {
 		luatest.Expect(t, w.Ask(t, "a", 101, "{}"), `"table"`, "")
 	})
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			luatest.Expect(t, w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), 3*time.Second), c.want, "")
-			luatest.Expect(t, w.Ask(t, "a", 100, "{}"), `"pong"`, "")
-		})
-	}
-	if n := len(w.Logs.Records("go panic inside a handler; the VM will be replaced")); n != 0 {
-		t.Fatalf("%d VM crashes", n)
-	}
+	awaitCases(t, w, cases)
 }
 
 // TestHijackedMessageCoroutine checks a message whose coroutine another
@@ -161,9 +127,23 @@ func TestHijackedMessageCoroutine(t *testing.T) {
 			shield.sleep(50)
 			return "slept"`, want: "client_rpc.handler_failed", msg: "resumed by another message"},
 	}
-	a, aScript := caseActor("a", "handler_timeout: 2s", `function M.ping() return "pong" end`, cases)
-	a += "      - {id: 100, binding: ping}\n"
-	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
+	awaitCases(t, startCases(t, "", "", cases), cases)
+}
+
+// startCases starts a world with service a: the cases as its routes 1..n,
+// ping on route 100, the Lua prelude and the YAML routes given.
+func startCases(t *testing.T, prelude, routes string, cases []luaCase) *luatest.World {
+	t.Helper()
+	a, aScript := caseActor("a", "handler_timeout: 2s", "function M.ping() return \"pong\" end\n"+prelude, cases)
+	a += "      - {id: 100, binding: ping}\n" + routes
+	return startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
+}
+
+// awaitCases sends each case's message and waits for its answer, checks
+// that the VM still answers ping after it, and at the end that the VM
+// never crashed (a Go panic inside a handler replaces it).
+func awaitCases(t *testing.T, w *luatest.World, cases []luaCase) {
+	t.Helper()
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			luatest.Expect(t, w.AwaitFor(t, w.Send(t, "a", uint32(i+1), "{}"), 3*time.Second), c.want, c.msg)
