@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shieldrpc/shield/internal/luatest"
+	"github.com/shieldrpc/shield/internal/testutil"
 )
 
 // TestSandbox checks SPEC §8's sandbox: every way out raises inside the
@@ -151,8 +151,4 @@ func TestBombs(t *testing.T) {
 	}
 }
 
-func heapBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
+func heapBytes() uint64 { return testutil.RuntimeMetric("/memory/classes/heap/objects:bytes") }

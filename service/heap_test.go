@@ -3,19 +3,15 @@ package service_test
 import (
 	"fmt"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shieldrpc/shield/internal/luatest"
+	"github.com/shieldrpc/shield/internal/testutil"
 )
 
-func heapBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
+func heapBytes() uint64 { return testutil.RuntimeMetric("/memory/classes/heap/objects:bytes") }
 
 // TestHeapLimit checks lua.heap_limit_bytes: a handler that grows the heap
 // without bound is stopped with resource_exhausted, and the service

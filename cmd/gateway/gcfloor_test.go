@@ -4,17 +4,14 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/shieldrpc/shield/internal/testutil"
 )
 
 // gogc is the GOGC in force.
-func gogc() uint64 {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
+func gogc() uint64 { return testutil.RuntimeMetric("/gc/gogc:percent") }
 
 // TestGCFloorUnlessGOGC: `gateway run` raises GOGC while the heap is small,
 // and leaves it alone when the environment sets GOGC, even to 100; the

@@ -4,9 +4,10 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/shieldrpc/shield/internal/testutil"
 )
 
 func TestPercent(t *testing.T) {
@@ -37,11 +38,7 @@ func TestPercent(t *testing.T) {
 }
 
 // read returns one runtime metric.
-func read(name string) uint64 {
-	s := []metrics.Sample{{Name: name}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
+func read(name string) uint64 { return testutil.RuntimeMetric(name) }
 
 // collectUntil runs collections (each runs the floor's cleanup soon after)
 // until ok holds, for at most 5 s.

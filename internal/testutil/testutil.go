@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -80,4 +81,15 @@ func WriteFiles(t testing.TB, dir string, files map[string]string) {
 	for name, content := range files {
 		WriteFile(t, filepath.Join(dir, name), content)
 	}
+}
+
+// RuntimeMetric reads one runtime/metrics value that is a uint64 (a heap
+// size, GOGC, a count), 0 for any other kind.
+func RuntimeMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
