@@ -1,6 +1,6 @@
 // Package testutil holds the small helpers that tests across the module
-// share: writing a tree of files, and failing a test or a whole package run
-// that leaves goroutines behind. It is for tests only; no production code
+// share: writing a tree of files, failing a test or a whole package run
+// that leaves goroutines behind, and reading a runtime metric. It is for tests only; no production code
 // imports it.
 package testutil
 
