@@ -29,7 +29,7 @@ type Item struct {
 }
 
 // Answer reports whether the item is a request's answer, queued by
-// Answer or AnswersLater: its frame is its request's alone, which the
+// AnswersLater: its frame is its request's alone, which the
 // writer may reuse once it is written.
 func (it Item) Answer() bool { return it.kind == itemAnswer }
 

@@ -410,7 +410,7 @@ func TestQueueBounds(t *testing.T) {
 		t.Fatal("a push passed outbound_queue")
 	}
 	for i := 0; i < 10; i++ {
-		if !s.Answer(answer) {
+		if !queueAnswer(s, answer) {
 			t.Fatalf("answer %d refused", i)
 		}
 	}
@@ -443,7 +443,7 @@ func TestQueueBounds(t *testing.T) {
 		t.Fatal("the bounds did not reset once the frames were written")
 	}
 	s.Close(Closed, nil)
-	if s.Offer(push) || s.Answer(answer) || s.Refuse(refusal) || s.Status(answer) {
+	if s.Offer(push) || queueAnswer(s, answer) || s.Refuse(refusal) || s.Status(answer) {
 		t.Fatal("a closed session took a frame")
 	}
 }
@@ -485,7 +485,7 @@ func TestInflightSlots(t *testing.T) {
 	if got != 8 || s.Inflight() != 8 {
 		t.Fatalf("%d slots taken (%d counted), want 8", got, s.Inflight())
 	}
-	s.Answer(&envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 1})
+	queueAnswer(s, &envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 1})
 	if s.Inflight() != 8 {
 		t.Fatal("an answer gave its slot back before it was taken to be written")
 	}
@@ -504,8 +504,8 @@ func TestInflightSlots(t *testing.T) {
 	}
 	// An answer dropped before Sending (its connection failed) gives its
 	// slot back at Written; one requeued keeps it.
-	s.Answer(&envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 2})
-	s.Answer(&envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 3})
+	queueAnswer(s, &envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 2})
+	queueAnswer(s, &envelope.Frame{Kind: envelope.Response, RouteID: 1, RequestID: 3})
 	batch = s.Take(nil)
 	s.Requeue(batch[1:])
 	s.Written(batch[:1])
@@ -608,4 +608,14 @@ func TestAnswersLater(t *testing.T) {
 	if s.AnswersLater(run) || len(s.Take(nil)) != 0 {
 		t.Fatal("a closed session took answers")
 	}
+}
+
+// queueAnswer queues one answer as the gateway does (Gateway.Respond): a run of
+// one, then a wake.
+func queueAnswer(s *Session, f *envelope.Frame) bool {
+	if !s.AnswersLater([]*envelope.Frame{f}) {
+		return false
+	}
+	s.Wake()
+	return true
 }

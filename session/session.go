@@ -195,20 +195,12 @@ func (s *Session) Offer(f *envelope.Frame) bool {
 	return s.out.put(f, itemPush)
 }
 
-// Answer queues the one answer a request is owed, holding the slot the
-// request took until the writer is about to write it (Sending; SPEC §5:
-// an answer not yet written counts). It reports false only when the session closed.
-func (s *Session) Answer(f *envelope.Frame) bool {
-	if s.isClosed() {
-		return false
-	}
-	return s.out.put(f, itemAnswer)
-}
-
-// AnswersLater queues answers as Answer does, all of them or, when the
-// session closed, none, and does not wake the connection: a caller with
-// several answers for the session queues them under one lock of its
-// queue, then calls Wake once, so that they go out in one write.
+// AnswersLater queues the answers requests are owed, each holding the
+// slot its request took until the writer is about to write it (Sending;
+// SPEC §5: an answer not yet written counts): all of them or, when the
+// session closed, none. It does not wake the connection: the caller
+// queues a step's answers for the session under one lock of its queue,
+// then calls Wake once, so that they go out in one write.
 func (s *Session) AnswersLater(fs []*envelope.Frame) bool {
 	if s.isClosed() {
 		return false
