@@ -91,13 +91,6 @@ func (f *Floor) Stop() {
 	}
 }
 
-// Stopped reports whether Stop was called.
-func (f *Floor) Stopped() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stopped
-}
-
 // Percent is the GOGC the floor set last.
 func (f *Floor) Percent() int {
 	f.mu.Lock()
@@ -112,9 +105,6 @@ func (f *Floor) arm() {
 // cycle runs after a collection: it sets the GOGC that puts the next goal
 // at the floor, and arms itself for the next one.
 func (f *Floor) cycle() {
-	if f.Stopped() {
-		return
-	}
 	metrics.Read(f.samples)
 	live, stacks, globals := f.samples[0].Value.Uint64(), f.samples[1].Value.Uint64(), f.samples[2].Value.Uint64()
 	p := Percent(f.floor, f.base, live, stacks+globals)
