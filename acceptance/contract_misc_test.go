@@ -61,7 +61,7 @@ func TestHeartbeatLimits(t *testing.T) {
 	echoes := 0
 	w.NC.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	for {
-		f, err := w.Codec.ReadFrame(w.BR)
+		f, err := envelope.Read(w.Codec, w.BR)
 		if err != nil {
 			break
 		}

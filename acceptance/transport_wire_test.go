@@ -113,7 +113,7 @@ func (w *wsTranscript) Expect(want envelope.Frame) envelope.Frame {
 	case m.typ != w.typ:
 		w.t.Fatalf("%s: want a %v message, got %v; seen %v", w.name, w.typ, m.typ, w.seen)
 	}
-	f, err := w.codec.DecodeMessage(m.msg)
+	f, err := envelope.Decode(w.codec, m.msg)
 	if err != nil {
 		w.t.Fatalf("%s: decode %q: %v", w.name, m.msg, err)
 	}

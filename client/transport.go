@@ -62,7 +62,10 @@ type streamTransport struct {
 	wbuf  []byte
 }
 
-func (s *streamTransport) readFrame() (envelope.Frame, error) { return s.codec.ReadFrame(s.br) }
+func (s *streamTransport) readFrame() (f envelope.Frame, err error) {
+	err = s.codec.ReadFrame(s.br, &f)
+	return f, err
+}
 
 func (s *streamTransport) writeFrame(ctx context.Context, f *envelope.Frame) error {
 	buf, err := s.codec.AppendFrame(s.wbuf[:0], f)
@@ -174,7 +177,9 @@ func (t *wsTransport) readFrame() (envelope.Frame, error) {
 	if typ != t.typ {
 		return envelope.Frame{}, ErrMessageType
 	}
-	return t.codec.DecodeMessage(msg)
+	var f envelope.Frame
+	err = t.codec.DecodeMessage(msg, &f)
+	return f, err
 }
 
 func (t *wsTransport) writeFrame(ctx context.Context, f *envelope.Frame) error {

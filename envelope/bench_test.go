@@ -36,8 +36,9 @@ func BenchmarkIdlenDecode(b *testing.B) {
 	r := bufio.NewReader(&loopReader{data: wire})
 	b.SetBytes(int64(len(wire)))
 	b.ReportAllocs()
+	var f Frame
 	for b.Loop() {
-		if _, err := c.ReadFrame(r); err != nil {
+		if err := c.ReadFrame(r, &f); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -52,8 +53,9 @@ func BenchmarkIdlenDecodeMessage(b *testing.B) {
 	}
 	b.SetBytes(int64(len(msg)))
 	b.ReportAllocs()
+	var f Frame
 	for b.Loop() {
-		if _, err := c.DecodeMessage(msg); err != nil {
+		if err := c.DecodeMessage(msg, &f); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -100,8 +102,9 @@ func BenchmarkDelimiterDecode(b *testing.B) {
 	r := bufio.NewReader(&loopReader{data: wire})
 	b.SetBytes(int64(len(wire)))
 	b.ReportAllocs()
+	var got Frame
 	for b.Loop() {
-		if _, err := c.ReadFrame(r); err != nil {
+		if err := c.ReadFrame(r, &got); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -27,7 +27,7 @@ func TestBuffered(t *testing.T) {
 				t.Fatalf("%s: %d of %d bytes buffered: Buffered %v", name, k, len(wire), got)
 			}
 			if got {
-				if _, err := dec.ReadFrame(r); err != nil {
+				if _, err := Read(dec, r); err != nil {
 					t.Fatalf("%s: a buffered frame did not read: %v", name, err)
 				}
 			}

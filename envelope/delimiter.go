@@ -51,14 +51,15 @@ func (c *delimiterFramer) Buffered(r *bufio.Reader) bool {
 // too_large as soon as the line passes max_frame_bytes, so a client cannot
 // make the gateway buffer more than that (ReadBytes would grow without
 // bound).
-func (c *delimiterFramer) ReadFrame(r *bufio.Reader) (Frame, error) {
+func (c *delimiterFramer) ReadFrame(r *bufio.Reader, f *Frame) error {
+	*f = Frame{}
 	chunk, err := r.ReadSlice('\n')
 	if err == nil {
 		line := chunk[:len(chunk)-1]
 		if len(line) > c.maxBytes {
-			return Frame{}, c.tooLarge(len(line))
+			return c.tooLarge(len(line))
 		}
-		return decodeWrapper(line, c.side)
+		return decodeWrapper(line, c.side, f)
 	}
 	var line []byte
 	for {
@@ -66,21 +67,21 @@ func (c *delimiterFramer) ReadFrame(r *bufio.Reader) (Frame, error) {
 		case err == nil:
 			chunk = chunk[:len(chunk)-1]
 			if len(line)+len(chunk) > c.maxBytes {
-				return Frame{}, c.tooLarge(len(line) + len(chunk))
+				return c.tooLarge(len(line) + len(chunk))
 			}
-			return decodeWrapper(append(c.grow(line, len(chunk)), chunk...), c.side)
+			return decodeWrapper(append(c.grow(line, len(chunk)), chunk...), c.side, f)
 		case len(line)+len(chunk) > c.maxBytes:
 			// Whatever else happened, this line was already too long.
-			return Frame{}, c.tooLarge(len(line) + len(chunk))
+			return c.tooLarge(len(line) + len(chunk))
 		case errors.Is(err, bufio.ErrBufferFull):
 			line = append(c.grow(line, len(chunk)), chunk...)
 		case err == io.EOF:
 			if len(line)+len(chunk) == 0 {
-				return Frame{}, io.EOF
+				return io.EOF
 			}
-			return Frame{}, protoErr(ReasonTruncated, "EOF after %d bytes of a line", len(line)+len(chunk))
+			return protoErr(ReasonTruncated, "EOF after %d bytes of a line", len(line)+len(chunk))
 		default:
-			return Frame{}, err
+			return err
 		}
 		chunk, err = r.ReadSlice('\n')
 	}
@@ -104,11 +105,12 @@ func (c *delimiterFramer) tooLarge(n int) error {
 
 // DecodeMessage decodes one wrapper without its newline, as a WebSocket text
 // message carries it.
-func (c *delimiterFramer) DecodeMessage(msg []byte) (Frame, error) {
+func (c *delimiterFramer) DecodeMessage(msg []byte, f *Frame) error {
+	*f = Frame{}
 	if len(msg) > c.maxBytes {
-		return Frame{}, protoErr(ReasonTooLarge, "message of %d bytes above max_frame_bytes %d", len(msg), c.maxBytes)
+		return protoErr(ReasonTooLarge, "message of %d bytes above max_frame_bytes %d", len(msg), c.maxBytes)
 	}
-	return decodeWrapper(msg, c.side)
+	return decodeWrapper(msg, c.side, f)
 }
 
 // FrameSize is the length of f's wrapper, what max_frame_bytes caps.

@@ -106,7 +106,7 @@ func TestProtocolErrors(t *testing.T) {
 			}
 			c := mustNew(t, tt.env, tt.side, maxBytes)
 			for _, size := range []int{16, 4096} {
-				f, err := c.ReadFrame(bufio.NewReaderSize(bytes.NewReader(in), size))
+				f, err := Read(c, bufio.NewReaderSize(bytes.NewReader(in), size))
 				var pe *ProtocolError
 				if !errors.As(err, &pe) || pe.Reason != tt.want {
 					t.Fatalf("bufio %d: ReadFrame(% x) = %+v, %v; want %s", size, in, f, err, tt.want)
@@ -143,7 +143,7 @@ func TestMessageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := mustNew(t, tt.env, tt.side, 64)
-		_, err := c.DecodeMessage(tt.msg)
+		_, err := Decode(c, tt.msg)
 		if r, ok := ReasonOf(err); !ok || r != tt.want {
 			t.Errorf("%s %v DecodeMessage(% x) = %v, want %s", tt.env, tt.side, tt.msg, err, tt.want)
 		}
@@ -154,15 +154,15 @@ func TestMessageErrors(t *testing.T) {
 func TestCleanEOF(t *testing.T) {
 	for _, env := range envelopes {
 		c := mustNew(t, env, FromClient, 1<<16)
-		if _, err := c.ReadFrame(bufio.NewReader(bytes.NewReader(nil))); err != io.EOF {
+		if _, err := Read(c, bufio.NewReader(bytes.NewReader(nil))); err != io.EOF {
 			t.Errorf("%s: empty input: %v, want io.EOF", env, err)
 		}
 		hb, _ := c.AppendFrame(nil, &Frame{Kind: Heartbeat})
 		r := bufio.NewReader(bytes.NewReader(hb))
-		if _, err := c.ReadFrame(r); err != nil {
+		if _, err := Read(c, r); err != nil {
 			t.Errorf("%s: heartbeat: %v", env, err)
 		}
-		if _, err := c.ReadFrame(r); err != io.EOF {
+		if _, err := Read(c, r); err != io.EOF {
 			t.Errorf("%s: after a frame: %v, want io.EOF", env, err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestReadErrorsPassThrough(t *testing.T) {
 		frame, _ := c.AppendFrame(nil, &Frame{Kind: Request, RouteID: 3, RequestID: 4, Body: []byte(`{"long":"` + strings.Repeat("b", 100) + `"}`)})
 		for _, cut := range []int{0, 2, 6, 13, len(frame) - 1} {
 			r := bufio.NewReaderSize(&failReader{data: frame[:cut], err: deadline}, 16)
-			_, err := c.ReadFrame(r)
+			_, err := Read(c, r)
 			if !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Errorf("%s cut %d: %v, want the deadline error", env, cut, err)
 			}
@@ -215,7 +215,7 @@ func TestHugeLengthDoesNotAllocate(t *testing.T) {
 		run := func() {
 			src.Reset(in)
 			r.Reset(&src)
-			if _, err := c.ReadFrame(r); !errors.Is(err, &ProtocolError{Reason: ReasonTooLarge}) {
+			if _, err := Read(c, r); !errors.Is(err, &ProtocolError{Reason: ReasonTooLarge}) {
 				t.Fatalf("%s: %v, want too_large", env, err)
 			}
 		}
@@ -267,7 +267,7 @@ func TestDelimiterLongLineIsBounded(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err := c.ReadFrame(r)
+	_, err := Read(c, r)
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, &ProtocolError{Reason: ReasonTooLarge}) {
 		t.Fatalf("endless line: %v, want too_large", err)
@@ -286,7 +286,7 @@ func TestDelimiterExactLimit(t *testing.T) {
 	line := `{"route_id":1,"payload":"` + strings.Repeat("z", 70) + `"}`
 	c := mustNew(t, NameDelimiter, FromClient, len(line))
 	for _, size := range []int{16, 4096} {
-		f, err := c.ReadFrame(bufio.NewReaderSize(strings.NewReader(line+"\n"), size))
+		f, err := Read(c, bufio.NewReaderSize(strings.NewReader(line+"\n"), size))
 		if err != nil || f.Kind != Notify || len(f.Body) != 72 {
 			t.Errorf("bufio %d: %+v, %v", size, f, err)
 		}
@@ -308,11 +308,11 @@ func TestLengthLimitInclusive(t *testing.T) {
 		if err != nil || len(wire) != LengthSize+maxBytes {
 			t.Fatalf("%s: %d bytes, %v; want a frame of exactly the limit", env, len(wire), err)
 		}
-		if _, err := c.ReadFrame(bufio.NewReader(bytes.NewReader(wire))); err != nil {
+		if _, err := Read(c, bufio.NewReader(bytes.NewReader(wire))); err != nil {
 			t.Errorf("%s: frame of exactly max_frame_bytes: %v", env, err)
 		}
 		tight := mustNew(t, env, FromClient, maxBytes-1)
-		if _, err := tight.ReadFrame(bufio.NewReader(bytes.NewReader(wire))); !errors.Is(err, &ProtocolError{Reason: ReasonTooLarge}) {
+		if _, err := Read(tight, bufio.NewReader(bytes.NewReader(wire))); !errors.Is(err, &ProtocolError{Reason: ReasonTooLarge}) {
 			t.Errorf("%s: frame one byte over: %v, want too_large", env, err)
 		}
 	}

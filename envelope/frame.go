@@ -112,9 +112,9 @@ type Frame struct {
 // headerFrame builds the Frame of a header envelope (idlen, typelen) from
 // ids and a body that classify has already matched to kind. When owned is
 // false the body belongs to the caller (a WebSocket read buffer) and is
-// copied, since the Frame is handed to another goroutine.
-func headerFrame(kind Kind, routeID uint32, requestID uint64, body []byte, owned bool) (Frame, error) {
-	f := Frame{Kind: kind}
+// copied, since the Frame is handed to another goroutine. f is zero, and
+// stays so on error.
+func headerFrame(f *Frame, kind Kind, routeID uint32, requestID uint64, body []byte, owned bool) error {
 	switch kind {
 	case Request, Response:
 		f.RouteID, f.RequestID, f.Body = routeID, requestID, ownBody(body, owned)
@@ -123,7 +123,7 @@ func headerFrame(kind Kind, routeID uint32, requestID uint64, body []byte, owned
 	case Error, Notice:
 		st, err := parseStatus(body)
 		if err != nil {
-			return Frame{}, err
+			return err
 		}
 		f.Code, f.Message = st.code, st.message
 		if kind == Error {
@@ -135,16 +135,17 @@ func headerFrame(kind Kind, routeID uint32, requestID uint64, body []byte, owned
 		if len(body) > 0 {
 			tok, err := parseResume(body)
 			if err != nil {
-				return Frame{}, err
+				return err
 			}
 			f.Token = tok
 		}
 	default:
 		// classify never returns another kind; failing closed keeps a
 		// future kind from being decoded half-way.
-		return Frame{}, protoErr(ReasonBadType, "kind %d", kind)
+		return protoErr(ReasonBadType, "kind %d", kind)
 	}
-	return f, nil
+	f.Kind = kind
+	return nil
 }
 
 // ownBody returns body, or a copy of it when the caller keeps the original;

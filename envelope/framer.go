@@ -70,12 +70,16 @@ func (s Side) String() string {
 type Framer interface {
 	// Name returns the envelope's name, e.g. "idlen".
 	Name() string
-	// ReadFrame reads exactly one frame from r. It returns io.EOF only at a
-	// clean frame boundary, a *ProtocolError for a violation (truncated for
-	// EOF inside a frame), and r's other errors (deadlines, closed
-	// connections) as they are, so errors.Is sees them. After any error but
-	// io.EOF the connection is to be closed: r's position is unspecified.
-	ReadFrame(r *bufio.Reader) (Frame, error)
+	// ReadFrame reads exactly one frame from r into *f, which it sets
+	// whole: on error *f is the zero Frame. (A pointer rather than a
+	// result, because a Frame is sixteen words: returned by value it is
+	// copied at every layer of a read, on the hottest path there is.) It
+	// returns io.EOF only at a clean frame boundary, a *ProtocolError for a
+	// violation (truncated for EOF inside a frame), and r's other errors
+	// (deadlines, closed connections) as they are, so errors.Is sees them.
+	// After any error but io.EOF the connection is to be closed: r's
+	// position is unspecified.
+	ReadFrame(r *bufio.Reader, f *Frame) error
 	// Buffered reports whether r's buffer holds the next frame whole, so
 	// that ReadFrame reads nothing more from r's source: a reader may then
 	// decode it without waiting, and needs no read deadline for it. A frame
@@ -87,9 +91,9 @@ type Framer interface {
 	// ErrInvalidFrame. It allocates only to grow dst.
 	AppendFrame(dst []byte, f *Frame) ([]byte, error)
 	// DecodeMessage decodes one frame without stream framing, as a
-	// WebSocket message carries it. The Frame never aliases msg, so the
-	// caller may reuse msg at once.
-	DecodeMessage(msg []byte) (Frame, error)
+	// WebSocket message carries it, into *f with ReadFrame's rules. The
+	// Frame never aliases msg, so the caller may reuse msg at once.
+	DecodeMessage(msg []byte, f *Frame) error
 	// AppendMessage appends one frame without stream framing to dst, with
 	// AppendFrame's error and allocation rules.
 	AppendMessage(dst []byte, f *Frame) ([]byte, error)
@@ -107,6 +111,21 @@ type Framer interface {
 	MaxRouteID() uint32
 	// MaxFrameBytes is the cap New was given.
 	MaxFrameBytes() int
+}
+
+// Read is ReadFrame for a caller off the hot path (a client, a test) that
+// would rather have the Frame as a value.
+func Read(fr Framer, r *bufio.Reader) (Frame, error) {
+	var f Frame
+	err := fr.ReadFrame(r, &f)
+	return f, err
+}
+
+// Decode is DecodeMessage in the same form as Read.
+func Decode(fr Framer, msg []byte) (Frame, error) {
+	var f Frame
+	err := fr.DecodeMessage(msg, &f)
+	return f, err
 }
 
 // New returns the named envelope's Framer for decoding side's frames, with

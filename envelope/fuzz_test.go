@@ -112,7 +112,7 @@ func fuzzCodec(t *testing.T, env string, data []byte) {
 		for _, f := range want {
 			checkReencode(t, c, back, f)
 		}
-		if f, err := c.DecodeMessage(data); err == nil {
+		if f, err := Decode(c, data); err == nil {
 			checkReencode(t, c, back, f)
 		} else if _, ok := ReasonOf(err); !ok {
 			t.Fatalf("%s %v: DecodeMessage: %v, want a protocol error", env, side, err)
@@ -128,18 +128,18 @@ func checkReencode(t *testing.T, c, back Framer, f Frame) {
 		t.Fatalf("%s: decoded frame %+v does not encode: %v", c.Name(), f, err)
 	}
 	r := bufio.NewReader(bytes.NewReader(wire))
-	g, err := back.ReadFrame(r)
+	g, err := Read(back, r)
 	if err != nil || !sameFrameOn(c.Name(), f, g) {
 		t.Fatalf("%s: %+v re-encoded as %q decodes to %+v, %v", c.Name(), f, wire, g, err)
 	}
-	if _, err := back.ReadFrame(r); err != io.EOF {
+	if _, err := Read(back, r); err != io.EOF {
 		t.Fatalf("%s: %+v re-encoded as %q leaves trailing bytes: %v", c.Name(), f, wire, err)
 	}
 	msg, err := c.AppendMessage(nil, &f)
 	if err != nil {
 		t.Fatalf("%s: decoded frame %+v does not encode as a message: %v", c.Name(), f, err)
 	}
-	if g, err := back.DecodeMessage(msg); err != nil || !sameFrameOn(c.Name(), f, g) {
+	if g, err := Decode(back, msg); err != nil || !sameFrameOn(c.Name(), f, g) {
 		t.Fatalf("%s: %+v as message %q decodes to %+v, %v", c.Name(), f, msg, g, err)
 	}
 }

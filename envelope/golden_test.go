@@ -114,7 +114,7 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("AppendFrame\n got % x\nwant % x", got, want)
 			}
-			f, err := c.ReadFrame(bufio.NewReader(bytes.NewReader(want)))
+			f, err := Read(c, bufio.NewReader(bytes.NewReader(want)))
 			if err != nil {
 				t.Fatalf("ReadFrame: %v", err)
 			}
@@ -152,7 +152,7 @@ func TestBadResume(t *testing.T) {
 		{NameDelimiter, hexOf(`{"type":"heartbeat","payload":{"resume":7}}` + "\n"), ReasonBadWrapper},
 	} {
 		c := mustNew(t, tc.env, FromClient, 1<<16)
-		_, err := c.ReadFrame(bufio.NewReader(bytes.NewReader(hx(t, tc.wire))))
+		_, err := Read(c, bufio.NewReader(bytes.NewReader(hx(t, tc.wire))))
 		if r, _ := ReasonOf(err); r != tc.want {
 			t.Errorf("%s % x: %v, want %s", tc.env, hx(t, tc.wire), err, tc.want)
 		}
@@ -162,7 +162,7 @@ func TestBadResume(t *testing.T) {
 	c := mustNew(t, NameIdlen, FromClient, 1<<16)
 	var b []byte
 	b = append(b, 0, 0, 0, byte(8+len(long)), 1, 0, 0, 0, 0, 0, 0, 0)
-	if _, err := c.ReadFrame(bufio.NewReader(bytes.NewReader(append(b, long...)))); err == nil {
+	if _, err := Read(c, bufio.NewReader(bytes.NewReader(append(b, long...)))); err == nil {
 		t.Error("a 129-character token accepted")
 	}
 }

@@ -75,7 +75,7 @@ func (s *splitReader) Read(p []byte) (int, error) {
 func readAll(c Framer, r *bufio.Reader) ([]Frame, error) {
 	var frames []Frame
 	for {
-		f, err := c.ReadFrame(r)
+		f, err := Read(c, r)
 		if err != nil {
 			return frames, err
 		}

@@ -80,39 +80,41 @@ func (c *idlenFramer) Buffered(r *bufio.Reader) bool {
 // ReadFrame reads one length-prefixed idlen frame. Everything that the
 // header alone decides (version, route 0 misuse) is checked before the body
 // is read or allocated.
-func (c *idlenFramer) ReadFrame(r *bufio.Reader) (Frame, error) {
+func (c *idlenFramer) ReadFrame(r *bufio.Reader, f *Frame) error {
+	*f = Frame{}
 	n, err := readLength(r, IdlenHeaderSize, c.maxBytes)
 	if err != nil {
-		return Frame{}, err
+		return err
 	}
 	var h idlenHeader
 	if err := readFixed(r, h[:]); err != nil {
-		return Frame{}, err
+		return err
 	}
 	kind, err := c.classify(&h, n-IdlenHeaderSize)
 	if err != nil {
-		return Frame{}, err
+		return err
 	}
 	body, err := readBody(r, n-IdlenHeaderSize)
 	if err != nil {
-		return Frame{}, err
+		return err
 	}
-	return headerFrame(kind, h.routeID(), uint64(h.requestID()), body, true)
+	return headerFrame(f, kind, h.routeID(), uint64(h.requestID()), body, true)
 }
 
 // DecodeMessage decodes an idlen frame without its length prefix.
-func (c *idlenFramer) DecodeMessage(msg []byte) (Frame, error) {
+func (c *idlenFramer) DecodeMessage(msg []byte, f *Frame) error {
+	*f = Frame{}
 	if err := checkMessage(msg, IdlenHeaderSize, c.maxBytes); err != nil {
-		return Frame{}, err
+		return err
 	}
 	var h idlenHeader
 	copy(h[:], msg)
 	body := msg[IdlenHeaderSize:]
 	kind, err := c.classify(&h, len(body))
 	if err != nil {
-		return Frame{}, err
+		return err
 	}
-	return headerFrame(kind, h.routeID(), uint64(h.requestID()), body, false)
+	return headerFrame(f, kind, h.routeID(), uint64(h.requestID()), body, false)
 }
 
 // classify derives the kind from the header and the body's length, applying

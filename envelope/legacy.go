@@ -180,13 +180,15 @@ func nonEmpty(b []byte) []byte {
 	return b
 }
 
-// decodeWrapper decodes one wrapper's bytes into side's Frame.
-func decodeWrapper(data []byte, side Side) (Frame, error) {
+// decodeWrapper decodes one wrapper's bytes into side's Frame, *f, which
+// is zero and stays so on error.
+func decodeWrapper(data []byte, side Side, f *Frame) error {
 	w, err := parseWrapper(data)
 	if err != nil {
-		return Frame{}, err
+		return err
 	}
-	return legacyFrame(w, side)
+	*f, err = legacyFrame(w, side)
+	return err
 }
 
 // appendWrapper appends f's wrapper. oneLine drops the newlines a payload

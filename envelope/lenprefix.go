@@ -48,36 +48,38 @@ func (c *lenprefixFramer) Buffered(r *bufio.Reader) bool { return lengthBuffered
 // ReadFrame reads one length-prefixed wrapper. A wrapper that fits r's
 // buffer is parsed where it lies, with no copy; a longer one is read into a
 // buffer of exactly its length (bounded by max_frame_bytes).
-func (c *lenprefixFramer) ReadFrame(r *bufio.Reader) (Frame, error) {
+func (c *lenprefixFramer) ReadFrame(r *bufio.Reader, f *Frame) error {
+	*f = Frame{}
 	n, err := readLength(r, 1, c.maxBytes)
 	if err != nil {
-		return Frame{}, err
+		return err
 	}
 	if n <= r.Size() {
 		p, err := r.Peek(n)
 		if len(p) < n {
 			if err == io.EOF {
-				return Frame{}, protoErr(ReasonTruncated, "EOF after %d of %d wrapper bytes", len(p), n)
+				return protoErr(ReasonTruncated, "EOF after %d of %d wrapper bytes", len(p), n)
 			}
-			return Frame{}, err
+			return err
 		}
-		f, err := decodeWrapper(p, c.side)
+		err = decodeWrapper(p, c.side, f)
 		_, _ = r.Discard(n)
-		return f, err
+		return err
 	}
 	buf, err := readBody(r, n)
 	if err != nil {
-		return Frame{}, err
+		return err
 	}
-	return decodeWrapper(buf, c.side)
+	return decodeWrapper(buf, c.side, f)
 }
 
 // DecodeMessage decodes one wrapper without its length prefix.
-func (c *lenprefixFramer) DecodeMessage(msg []byte) (Frame, error) {
+func (c *lenprefixFramer) DecodeMessage(msg []byte, f *Frame) error {
+	*f = Frame{}
 	if err := checkMessage(msg, 1, c.maxBytes); err != nil {
-		return Frame{}, err
+		return err
 	}
-	return decodeWrapper(msg, c.side)
+	return decodeWrapper(msg, c.side, f)
 }
 
 // FrameSize is the length of f's wrapper, what max_frame_bytes caps.

@@ -71,7 +71,7 @@ func TestRoundTrip(t *testing.T) {
 					if err != nil {
 						t.Fatalf("AppendMessage(%+v): %v", f, err)
 					}
-					got, err := c.DecodeMessage(msg)
+					got, err := Decode(c, msg)
 					if err != nil || !sameFrame(got, expected(env, f)) {
 						t.Fatalf("DecodeMessage(%q) = %+v, %v; want %+v", msg, got, err, expected(env, f))
 					}
@@ -132,7 +132,7 @@ func TestDecodeMessageDoesNotAlias(t *testing.T) {
 		c := mustNew(t, env, FromClient, 1<<16)
 		in := Frame{Kind: Request, RouteID: 3, RequestID: 4, Body: []byte(`{"k":"v"}`)}
 		msg, _ := c.AppendMessage(nil, &in)
-		f, err := c.DecodeMessage(msg)
+		f, err := Decode(c, msg)
 		if err != nil {
 			t.Fatalf("%s: %v", env, err)
 		}
@@ -141,6 +141,40 @@ func TestDecodeMessageDoesNotAlias(t *testing.T) {
 		}
 		if string(f.Body) != `{"k":"v"}` {
 			t.Fatalf("%s: Body changed with the message buffer: %q", env, f.Body)
+		}
+	}
+}
+
+// TestDecodeIntoUsedFrame reads every server frame, then a frame that
+// breaks a rule, into one Frame, as the gateway's read loop does: each read
+// sets the whole Frame (nothing of the one before survives), and a failed
+// one leaves the zero Frame.
+func TestDecodeIntoUsedFrame(t *testing.T) {
+	for _, env := range envelopes {
+		c := mustNew(t, env, FromServer, 1<<16)
+		var stream []byte
+		var f Frame
+		for i := range serverFrames {
+			msg, err := c.AppendMessage(nil, &serverFrames[i])
+			if err != nil {
+				t.Fatalf("%s: %v", env, err)
+			}
+			if err := c.DecodeMessage(msg, &f); err != nil || !sameFrame(f, expected(env, serverFrames[i])) {
+				t.Fatalf("%s: DecodeMessage after a used Frame = %+v, %v; want %+v", env, f, err, expected(env, serverFrames[i]))
+			}
+			stream, _ = c.AppendFrame(stream, &serverFrames[i])
+		}
+		if err := c.DecodeMessage([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, &f); err == nil || !sameFrame(f, Frame{}) {
+			t.Fatalf("%s: a bad message left %+v, %v; want the zero Frame and an error", env, f, err)
+		}
+		r := bufio.NewReader(bytes.NewReader(append(stream, 0, 0, 0)))
+		for i := range serverFrames {
+			if err := c.ReadFrame(r, &f); err != nil || !sameFrame(f, expected(env, serverFrames[i])) {
+				t.Fatalf("%s: ReadFrame after a used Frame = %+v, %v; want %+v", env, f, err, expected(env, serverFrames[i]))
+			}
+		}
+		if err := c.ReadFrame(r, &f); err == nil || !sameFrame(f, Frame{}) {
+			t.Fatalf("%s: a truncated frame left %+v, %v; want the zero Frame and an error", env, f, err)
 		}
 	}
 }
@@ -181,7 +215,7 @@ func TestLegacyDecode(t *testing.T) {
 	for _, tt := range tests {
 		for _, env := range []string{NameLenprefix, NameDelimiter} {
 			c := mustNew(t, env, tt.side, 1<<16)
-			got, err := c.DecodeMessage([]byte(tt.in))
+			got, err := Decode(c, []byte(tt.in))
 			if err != nil || !sameFrame(got, tt.want) {
 				t.Errorf("%s %v DecodeMessage(%s) = %+v, %v; want %+v", env, tt.side, tt.in, got, err, tt.want)
 			}
@@ -201,7 +235,7 @@ func TestDelimiterPayloadStaysOneLine(t *testing.T) {
 	if bytes.Count(out, []byte("\n")) != 1 || out[len(out)-1] != '\n' {
 		t.Fatalf("not one line: %q", out)
 	}
-	f, err := c.ReadFrame(bufio.NewReader(bytes.NewReader(out)))
+	f, err := Read(c, bufio.NewReader(bytes.NewReader(out)))
 	if err != nil {
 		t.Fatal(err)
 	}

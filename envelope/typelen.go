@@ -80,37 +80,39 @@ func (c *typelenFramer) Buffered(r *bufio.Reader) bool {
 
 // ReadFrame reads one length-prefixed typelen frame, checking the header
 // before the body is read or allocated.
-func (c *typelenFramer) ReadFrame(r *bufio.Reader) (Frame, error) {
+func (c *typelenFramer) ReadFrame(r *bufio.Reader, f *Frame) error {
+	*f = Frame{}
 	n, err := readLength(r, TypelenHeaderSize, c.maxBytes)
 	if err != nil {
-		return Frame{}, err
+		return err
 	}
 	var h typelenHeader
 	if err := readFixed(r, h[:]); err != nil {
-		return Frame{}, err
+		return err
 	}
 	if err := c.check(&h, n-TypelenHeaderSize); err != nil {
-		return Frame{}, err
+		return err
 	}
 	body, err := readBody(r, n-TypelenHeaderSize)
 	if err != nil {
-		return Frame{}, err
+		return err
 	}
-	return headerFrame(h.kind(), h.routeID(), h.requestID(), body, true)
+	return headerFrame(f, h.kind(), h.routeID(), h.requestID(), body, true)
 }
 
 // DecodeMessage decodes a typelen frame without its length prefix.
-func (c *typelenFramer) DecodeMessage(msg []byte) (Frame, error) {
+func (c *typelenFramer) DecodeMessage(msg []byte, f *Frame) error {
+	*f = Frame{}
 	if err := checkMessage(msg, TypelenHeaderSize, c.maxBytes); err != nil {
-		return Frame{}, err
+		return err
 	}
 	var h typelenHeader
 	copy(h[:], msg)
 	body := msg[TypelenHeaderSize:]
 	if err := c.check(&h, len(body)); err != nil {
-		return Frame{}, err
+		return err
 	}
-	return headerFrame(h.kind(), h.routeID(), h.requestID(), body, false)
+	return headerFrame(f, h.kind(), h.routeID(), h.requestID(), body, false)
 }
 
 // check validates the header against the side's direction. From a client,

@@ -231,6 +231,7 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 	idle := c.g.cfg.Session.IdleTimeout
 	now := time.Now()      // when the last read that brought frames returned
 	var deadline time.Time // the socket's read deadline, as last set
+	var f envelope.Frame   // each frame in turn: nothing keeps it past handle
 	set := func(t time.Time) error {
 		if t.Equal(deadline) {
 			return nil
@@ -270,8 +271,7 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 			}
 			waited = true
 		}
-		f, err := c.fc.ReadFrame(fr)
-		if err != nil {
+		if err := c.fc.ReadFrame(fr, &f); err != nil {
 			return c.readError(err)
 		}
 		if waited {

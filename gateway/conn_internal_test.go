@@ -128,14 +128,14 @@ func TestAdmittedAfterDrainGetsNotice(t *testing.T) {
 	}
 	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
 	br := bufio.NewReader(cli)
-	f, err := codec.ReadFrame(br)
+	f, err := envelope.Read(codec, br)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.Kind != envelope.Notice || f.Code != string(codes.GatewayDraining) {
 		t.Fatalf("first frame %+v, want the gateway.draining notice", f)
 	}
-	if _, err := codec.ReadFrame(br); err == nil {
+	if _, err := envelope.Read(codec, br); err == nil {
 		t.Fatal("the connection goes on after the draining notice")
 	}
 	waitDone(t, done)

@@ -78,7 +78,8 @@ func TestRawReadWholeBatch(t *testing.T) {
 		if !s.Buffered(fr) {
 			t.Fatalf("frame %d is not whole in the buffer", id)
 		}
-		f, err := s.ReadFrame(fr)
+		var f envelope.Frame
+		err := s.ReadFrame(fr, &f)
 		if err != nil || f.RequestID != id {
 			t.Fatalf("frame %d: %+v, %v", id, f, err)
 		}
@@ -120,7 +121,8 @@ func TestRawReadCases(t *testing.T) {
 					cli.Close()
 				}
 			}()
-			f, err := s.ReadFrame(fr)
+			var f envelope.Frame
+			err := s.ReadFrame(fr, &f)
 			switch {
 			case tc.err == nil && (err != nil || f.RequestID != tc.id):
 				t.Fatalf("read %+v, %v; want frame %d", f, err, tc.id)
@@ -167,7 +169,8 @@ func TestRawReadNoLostWakeup(t *testing.T) {
 		if err := s.Wait(); err != nil { // as the read loop does: an attempt, then a wait
 			t.Fatalf("wait %d: %v", i, err)
 		}
-		f, err := s.ReadFrame(fr)
+		var f envelope.Frame
+		err := s.ReadFrame(fr, &f)
 		if err != nil || f.RequestID != 1 {
 			t.Fatalf("read %d: %+v, %v", i, f, err)
 		}

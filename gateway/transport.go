@@ -22,12 +22,12 @@ import (
 // There are two: streamConn carries the envelope's bytes as they are, over
 // TCP or TLS; wsConn carries one frame per WebSocket message.
 type frameConn interface {
-	// ReadFrame reads the next whole frame with fr, whose max_frame_bytes
-	// caps it (the listener's, or session.auth_max_frame_bytes before
-	// login). It returns a *envelope.ProtocolError for a violation, io.EOF
+	// ReadFrame reads the next whole frame into *f with fr, whose
+	// max_frame_bytes caps it (the listener's, or
+	// session.auth_max_frame_bytes before login). It returns a *envelope.ProtocolError for a violation, io.EOF
 	// when the peer ended the connection cleanly, and other errors
 	// (deadlines, closed sockets) so that errors.Is sees them.
-	ReadFrame(fr envelope.Framer) (envelope.Frame, error)
+	ReadFrame(fr envelope.Framer, f *envelope.Frame) error
 	// Wait blocks until the next frame has begun to arrive, with
 	// ReadFrame's errors, so that the read loop picks the frame's cap
 	// (before or after login) when the frame comes, not before.
@@ -211,13 +211,14 @@ func (s *streamConn) Buffered(fr envelope.Framer) bool { return s.br != nil && f
 func (s *streamConn) RetryWait() bool { return true }
 
 // ReadFrame reads one frame with the stream framing of the envelope.
-func (s *streamConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) {
+func (s *streamConn) ReadFrame(fr envelope.Framer, f *envelope.Frame) error {
 	if s.br == nil {
 		if err := s.Wait(); err != nil {
-			return envelope.Frame{}, err
+			*f = envelope.Frame{}
+			return err
 		}
 	}
-	return fr.ReadFrame(s.br)
+	return fr.ReadFrame(s.br, f)
 }
 
 // SetReadDeadline sets the socket's read deadline.

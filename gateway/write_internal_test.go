@@ -37,8 +37,8 @@ type recordConn struct {
 
 var _ frameConn = (*recordConn)(nil)
 
-func (r *recordConn) ReadFrame(envelope.Framer) (envelope.Frame, error) {
-	return envelope.Frame{}, net.ErrClosed
+func (r *recordConn) ReadFrame(envelope.Framer, *envelope.Frame) error {
+	return net.ErrClosed
 }
 func (r *recordConn) Wait() error                      { return net.ErrClosed }
 func (r *recordConn) SetReadDeadline(time.Time) error  { return nil }

@@ -77,26 +77,27 @@ func newWSConn(ws *websocket.Conn, raw *frameWatch, codec envelope.Framer, maxFr
 	return &wsConn{ws: ws, raw: raw, codec: codec, typ: typ, max: maxFrameBytes}
 }
 
-// ReadFrame reads the next data message and decodes it as one frame with
-// fr, whose max_frame_bytes caps the message.
-func (w *wsConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) {
+// ReadFrame reads the next data message and decodes it as one frame, into
+// *f, with fr, whose max_frame_bytes caps the message.
+func (w *wsConn) ReadFrame(fr envelope.Framer, f *envelope.Frame) error {
+	*f = envelope.Frame{}
 	if w.next == nil {
 		if err := w.Wait(); err != nil {
-			return envelope.Frame{}, err
+			return err
 		}
 	}
 	typ, r := w.nextType, w.next
 	w.next = nil
 
 	if typ != w.typ {
-		return envelope.Frame{}, w.protocolError(envelope.ReasonBadType, websocket.StatusUnsupportedData,
+		return w.protocolError(envelope.ReasonBadType, websocket.StatusUnsupportedData,
 			"a %s message on a %s listener, which takes %s messages", typeName(typ), w.codec.Name(), typeName(w.typ))
 	}
 	msg, err := w.readMessage(r, fr.MaxFrameBytes())
 	if err != nil {
-		return envelope.Frame{}, err
+		return err
 	}
-	f, err := fr.DecodeMessage(msg)
+	err = fr.DecodeMessage(msg, f)
 	if cap(msg) <= readBufferSize {
 		w.rbuf = msg[:0] // DecodeMessage never aliases msg
 	} else {
@@ -107,9 +108,8 @@ func (w *wsConn) ReadFrame(fr envelope.Framer) (envelope.Frame, error) {
 		if errors.As(err, &pe) {
 			w.setCode(websocket.StatusPolicyViolation)
 		}
-		return envelope.Frame{}, err
 	}
-	return f, nil
+	return err
 }
 
 // Buffered is false: the library's buffer is its own.

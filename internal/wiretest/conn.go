@@ -91,7 +91,7 @@ func (w *Conn) HalfClose() {
 // Next reads the next frame within the deadline.
 func (w *Conn) Next() (envelope.Frame, error) {
 	w.NC.SetReadDeadline(time.Now().Add(Wait))
-	f, err := w.Codec.ReadFrame(w.BR)
+	f, err := envelope.Read(w.Codec, w.BR)
 	if err == nil {
 		w.Seen = append(w.Seen, fmt.Sprintf("{%v route=%d id=%d code=%q body=%.80s}", f.Kind, f.RouteID, f.RequestID, f.Code, f.Body))
 	}
