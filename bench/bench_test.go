@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -13,12 +14,16 @@ func TestEchoBaselineRun(t *testing.T) {
 	}
 	defer s.Close()
 	r, err := Run(context.Background(), Options{Addr: s.Addr(), Conns: 4, InFlight: 4, Duration: 200 * time.Millisecond,
-		Warmup: 50 * time.Millisecond, Route: 7, Body: []byte("hello")})
+		Warmup: 50 * time.Millisecond, Route: 7, Body: []byte("hello"), LoadCPU: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Requests == 0 || r.Errors != 0 || r.Latency.Count() != r.Requests {
 		t.Fatalf("result %+v", r)
+	}
+	// The echo server runs in this process, so the load's CPU is both.
+	if r.Load <= 0 || !strings.Contains(r.String(), "  load ") || strings.Contains(r.String(), "  cpu ") {
+		t.Fatalf("LoadCPU: load %v, line %q", r.Load, r.String())
 	}
 }
 

@@ -46,6 +46,12 @@ type Options struct {
 	// far; the run reads it as the measured time begins and ends, and
 	// reports the difference per answered request.
 	CPU func() (time.Duration, error)
+	// LoadCPU also measures this process's own CPU time, the load
+	// generator's when the server is another process: a closed loop on a
+	// shared machine runs at what the two together cost a request, and
+	// the generator's share is not fixed (it grows with every sleep and
+	// wake-up a slower server makes it take).
+	LoadCPU bool
 	// Mark, when set, is called as the measured time begins (true) and
 	// ends (false): to profile just that.
 	Mark func(begin bool)
@@ -58,6 +64,7 @@ type Result struct {
 	Elapsed  time.Duration
 	Latency  *Histogram
 	CPU      time.Duration // the server's CPU time while measuring, when Options.CPU was set
+	Load     time.Duration // this process's, when Options.LoadCPU was set
 }
 
 // RPS is answered requests per second.
@@ -65,11 +72,17 @@ func (r Result) RPS() float64 { return float64(r.Requests) / r.Elapsed.Seconds()
 
 // CPUPerRequest is the server's CPU time per answered request, 0 when not
 // measured.
-func (r Result) CPUPerRequest() time.Duration {
+func (r Result) CPUPerRequest() time.Duration { return r.perRequest(r.CPU) }
+
+// LoadPerRequest is the load generator's CPU time per answered request, 0
+// when not measured.
+func (r Result) LoadPerRequest() time.Duration { return r.perRequest(r.Load) }
+
+func (r Result) perRequest(d time.Duration) time.Duration {
 	if r.Requests == 0 {
 		return 0
 	}
-	return r.CPU / time.Duration(r.Requests)
+	return d / time.Duration(r.Requests)
 }
 
 // String is one line for a report.
@@ -77,6 +90,9 @@ func (r Result) String() string {
 	cpu := ""
 	if r.CPU > 0 {
 		cpu = fmt.Sprintf("  cpu %5.2fµs/req", float64(r.CPUPerRequest())/1e3)
+	}
+	if r.Load > 0 {
+		cpu += fmt.Sprintf("  load %5.2fµs/req", float64(r.LoadPerRequest())/1e3)
 	}
 	return fmt.Sprintf("%9.0f req/s  p50 %7s  p99 %7s  max %7s%s  errors %d",
 		r.RPS(), r.Latency.Quantile(0.50), r.Latency.Quantile(0.99), r.Latency.Max(), cpu, r.Errors)
@@ -135,10 +151,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}(c)
 	}
 	sleep(runCtx, o.Warmup)
-	var cpu0, cpu1 time.Duration
+	var cpu0, cpu1, load0, load1 time.Duration
 	var cpuErr error
 	if o.CPU != nil {
 		cpu0, cpuErr = o.CPU()
+	}
+	if o.LoadCPU && cpuErr == nil {
+		load0, cpuErr = ProcessCPU(0)
 	}
 	if o.Mark != nil {
 		o.Mark(true)
@@ -154,15 +173,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.CPU != nil && cpuErr == nil {
 		cpu1, cpuErr = o.CPU()
 	}
+	if o.LoadCPU && cpuErr == nil {
+		load1, cpuErr = ProcessCPU(0)
+	}
 	cancel()
 	for _, c := range conns {
 		c.stop() // unblock readers and writers
 	}
 	wg.Wait()
 	if cpuErr != nil {
-		return Result{}, fmt.Errorf("bench: reading the server's CPU time: %w", cpuErr)
+		return Result{}, fmt.Errorf("bench: reading the CPU time: %w", cpuErr)
 	}
-	return Result{Requests: requests.Load(), Errors: errs.Load(), Elapsed: elapsed, Latency: hist, CPU: cpu1 - cpu0}, nil
+	return Result{Requests: requests.Load(), Errors: errs.Load(), Elapsed: elapsed, Latency: hist,
+		CPU: cpu1 - cpu0, Load: load1 - load0}, nil
 }
 
 // runs numbers the runs of this process, so that the player ids of one

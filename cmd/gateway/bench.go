@@ -58,7 +58,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		idle:        fs.Int("idle", 0, "instead: open `N` idle sessions (logged in, see -login) to a gateway process and report its memory per session and its CPU while they idle"),
 		fanout:      fs.Int("fanout", 0, "instead: one sender pushes to a room of `N` members, against a plain Go loop writing the same frame to each socket"),
 		adminAddr:   fs.String("admin", "", "with -write-config: the admin server's `HOST:PORT` (metrics, /debug/pprof/); with -idle and -addr, the running gateway's (pprof on)"),
-		pid:         fs.Int("pid", 0, "with -addr: the loaded gateway's process `ID`, to report its CPU time per request (and with -idle its memory)"),
+		pid:         fs.Int("pid", 0, "with -addr: the loaded gateway's process `ID`, to report its CPU time per request beside the load's own (and with -idle its memory)"),
 		cpuprofile:  fs.String("cpuprofile", "", "in-process: write a CPU profile of each gateway run's measured time into `DIR`"),
 		memprofile:  fs.String("memprofile", "", "in-process: write allocation profiles (before and after each gateway run's measured time, for pprof -base) into `DIR`; with -idle, the gateway process's heap profile holding the idle sessions"),
 		serveEcho:   fs.String("serve-echo", "", "instead: serve the baseline echo at `HOST:PORT` until interrupted"),
@@ -116,9 +116,11 @@ func (f *benchFlags) run(stdout, stderr io.Writer, name string, o bench.Options,
 	return r, true
 }
 
-// loadRemote loads a running gateway at -addr, with the CPU time of -pid.
+// loadRemote loads a running gateway at -addr, with the CPU time of -pid,
+// and reports the load's own CPU time beside it.
 func loadRemote(stdout, stderr io.Writer, f *benchFlags) int {
-	o := bench.Options{Addr: *f.addr, Route: uint32(*f.route), Body: []byte(*f.body), Login: uint32(*f.login), Path: *f.dial.path}
+	o := bench.Options{Addr: *f.addr, Route: uint32(*f.route), Body: []byte(*f.body), Login: uint32(*f.login), Path: *f.dial.path,
+		LoadCPU: true}
 	if *f.dial.ws {
 		o.Transport = "ws"
 	}
