@@ -37,6 +37,36 @@ func BenchmarkAppendJSON(b *testing.B) {
 	}
 }
 
+// echoMessage is bench.JSONBody, the JSON echo's body in BENCHMARKS.md:
+// a string, an integer and two short decimals.
+const echoMessage = `{"player_id":"p-1042","seq":18231,"x":1024.5,"y":-33.25}`
+
+func BenchmarkDecodeJSONEcho(b *testing.B) {
+	L := newState(b)
+	data := []byte(echoMessage)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeJSON(L, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendJSONEcho(b *testing.B) {
+	L := newState(b)
+	v, err := DecodeJSON(L, []byte(echoMessage))
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, 128)
+	b.ReportAllocs()
+	for b.Loop() {
+		if buf, err = AppendJSON(buf[:0], L, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkCodecEncode is the runtime's path: a new, exactly sized body.
 func BenchmarkCodecEncode(b *testing.B) {
 	L := newState(b)

@@ -115,6 +115,11 @@ func (d *decoder) number() (lua.LValue, error) {
 		}
 		return boxNumber(f), nil
 	}
+	if !lit.exp && lit.digits+lit.frac <= maxExactDigits {
+		if f, ok := exactDecimal(lit.mant, lit.frac, lit.neg); ok {
+			return boxNumber(f), nil
+		}
+	}
 	// The syntax is already checked, so the only error left is a value
 	// beyond float64 (1e400): an infinity could not be encoded again.
 	f, err := strconv.ParseFloat(string(text), 64)

@@ -25,6 +25,8 @@ func appendNumber(b []byte, f float64) []byte {
 	format := byte('f')
 	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
 		format = 'e'
+	} else if out, ok := appendShortDecimal(b, f); ok {
+		return out
 	}
 	b = strconv.AppendFloat(b, f, format, -1, 64)
 	if format == 'e' {

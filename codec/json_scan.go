@@ -265,8 +265,10 @@ type numLit struct {
 	start, end int
 	neg        bool
 	isInt      bool   // no fraction and no exponent
+	exp        bool   // an exponent part
 	digits     int    // integer digits
-	mant       uint64 // the integer digits' value when digits <= 19
+	frac       int    // fraction digits
+	mant       uint64 // the value of all the digits, integer and fraction, when digits+frac <= 19
 }
 
 // maxExactDigits is the most decimal digits a uint64 always holds.
@@ -302,13 +304,21 @@ func (s *scanner) number() (numLit, error) {
 	}
 	if i < len(data) && data[i] == '.' {
 		lit.isInt = false
-		if i = digits(data, i+1); i < 0 {
+		start := i + 1
+		if i = digits(data, start); i < 0 {
 			s.off = -i
 			return lit, s.unexpected("a digit after '.'")
+		}
+		lit.frac = i - start
+		if lit.digits+lit.frac <= maxExactDigits {
+			for _, c := range data[start:i] {
+				lit.mant = lit.mant*10 + uint64(c-'0')
+			}
 		}
 	}
 	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
 		lit.isInt = false
+		lit.exp = true
 		i++
 		if i < len(data) && (data[i] == '+' || data[i] == '-') {
 			i++
