@@ -231,7 +231,11 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 	idle := c.g.cfg.Session.IdleTimeout
 	now := time.Now()      // when the last read that brought frames returned
 	var deadline time.Time // the socket's read deadline, as last set
-	var f envelope.Frame   // each frame in turn: nothing keeps it past handle
+	// f is each frame in turn (nothing keeps it past handle), borrowed
+	// while frames arrive and given back before the loop waits, as the
+	// read buffer is, so that an idle session holds none.
+	var f *envelope.Frame
+	defer func() { putReadFrame(f) }()
 	set := func(t time.Time) error {
 		if t.Equal(deadline) {
 			return nil
@@ -247,6 +251,8 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 			// The loop is about to read: the frames of the last read go
 			// to their services first.
 			c.out.flush()
+			putReadFrame(f)
+			f = nil
 			if deadline.IsZero() || !c.fc.RetryWait() {
 				if err := set(want); err != nil {
 					return session.Closed, nil
@@ -271,15 +277,27 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 			}
 			waited = true
 		}
-		if err := c.fc.ReadFrame(fr, &f); err != nil {
+		if f == nil {
+			f = readFrames.Get().(*envelope.Frame)
+		}
+		if err := c.fc.ReadFrame(fr, f); err != nil {
 			return c.readError(err)
 		}
 		if waited {
 			now = time.Now() // the frame has arrived: its budget counts from here
 		}
-		if reason, notice, end := c.handle(&f, now); end {
+		if reason, notice, end := c.handle(f, now); end {
 			return reason, notice
 		}
+	}
+}
+
+// putReadFrame gives back a read loop's Frame, if it holds one, cleared so
+// that the pool pins no body.
+func putReadFrame(f *envelope.Frame) {
+	if f != nil {
+		*f = envelope.Frame{}
+		readFrames.Put(f)
 	}
 }
 

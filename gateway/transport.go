@@ -91,10 +91,12 @@ const readBufferSize = 4096
 // TCP connection needs none (rawread.go).
 const probeSize = 128
 
-// readers holds the read buffers of connections that are reading frames;
+// readers holds the read buffers of connections that are reading frames,
+// readFrames the Frames their read loops decode into meanwhile;
 // writeBuffers the encoding buffers of connections that are writing.
 var (
 	readers      = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
+	readFrames   = sync.Pool{New: func() any { return new(envelope.Frame) }}
 	writeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, readBufferSize); return &b }}
 )
 
