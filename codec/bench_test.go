@@ -9,9 +9,22 @@ import (
 // moveMessage is a typical hot-path body (~200 bytes).
 const moveMessage = `{"player_id":"p-1042","seq":18231,"x":1024.5,"y":-33.25,"z":0,"facing":"north","legs":[{"x":1,"y":2},{"x":3,"y":4}],"flags":{"run":true,"jump":false},"room":"r-17"}`
 
-func BenchmarkDecodeJSON(b *testing.B) {
+func BenchmarkDecodeJSON(b *testing.B) { benchDecode(b, moveMessage) }
+
+func BenchmarkAppendJSON(b *testing.B) { benchAppend(b, moveMessage) }
+
+// echoMessage is bench.JSONBody, the JSON echo's body in BENCHMARKS.md:
+// a string, an integer and two short decimals.
+const echoMessage = `{"player_id":"p-1042","seq":18231,"x":1024.5,"y":-33.25}`
+
+func BenchmarkDecodeJSONEcho(b *testing.B) { benchDecode(b, echoMessage) }
+
+func BenchmarkAppendJSONEcho(b *testing.B) { benchAppend(b, echoMessage) }
+
+// benchDecode decodes msg into a fresh value each time.
+func benchDecode(b *testing.B, msg string) {
 	L := newState(b)
-	data := []byte(moveMessage)
+	data := []byte(msg)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -21,44 +34,15 @@ func BenchmarkDecodeJSON(b *testing.B) {
 	}
 }
 
-func BenchmarkAppendJSON(b *testing.B) {
+// benchAppend encodes msg's value into a reused buffer.
+func benchAppend(b *testing.B, msg string) {
 	L := newState(b)
-	v, err := DecodeJSON(L, []byte(moveMessage))
+	v, err := DecodeJSON(L, []byte(msg))
 	if err != nil {
 		b.Fatal(err)
 	}
 	buf := make([]byte, 0, 512)
-	b.SetBytes(int64(len(moveMessage)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if buf, err = AppendJSON(buf[:0], L, v); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// echoMessage is bench.JSONBody, the JSON echo's body in BENCHMARKS.md:
-// a string, an integer and two short decimals.
-const echoMessage = `{"player_id":"p-1042","seq":18231,"x":1024.5,"y":-33.25}`
-
-func BenchmarkDecodeJSONEcho(b *testing.B) {
-	L := newState(b)
-	data := []byte(echoMessage)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := DecodeJSON(L, data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkAppendJSONEcho(b *testing.B) {
-	L := newState(b)
-	v, err := DecodeJSON(L, []byte(echoMessage))
-	if err != nil {
-		b.Fatal(err)
-	}
-	buf := make([]byte, 0, 128)
+	b.SetBytes(int64(len(msg)))
 	b.ReportAllocs()
 	for b.Loop() {
 		if buf, err = AppendJSON(buf[:0], L, v); err != nil {
