@@ -22,11 +22,12 @@ import (
 // There are two: streamConn carries the envelope's bytes as they are, over
 // TCP or TLS; wsConn carries one frame per WebSocket message.
 type frameConn interface {
-	// ReadFrame reads the next whole frame into *f with fr, whose
-	// max_frame_bytes caps it (the listener's, or
-	// session.auth_max_frame_bytes before login). It returns a *envelope.ProtocolError for a violation, io.EOF
-	// when the peer ended the connection cleanly, and other errors
-	// (deadlines, closed sockets) so that errors.Is sees them.
+	// ReadFrame reads the next whole frame into *f (set whole; the zero
+	// Frame on error) with fr, whose max_frame_bytes caps it (the
+	// listener's, or session.auth_max_frame_bytes before login). It
+	// returns a *envelope.ProtocolError for a violation, io.EOF when the
+	// peer ended the connection cleanly, and other errors (deadlines,
+	// closed sockets) so that errors.Is sees them.
 	ReadFrame(fr envelope.Framer, f *envelope.Frame) error
 	// Wait blocks until the next frame has begun to arrive, with
 	// ReadFrame's errors, so that the read loop picks the frame's cap
