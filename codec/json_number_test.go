@@ -111,9 +111,10 @@ func FuzzNumberShortPaths(f *testing.F) {
 	})
 }
 
-// TestShortDecimalsSweep compares every decimal of 1 to 8 fraction digits
-// whose digits are 1..20000, or near the 2^50 bound of the short writer,
-// with strconv, both ways.
+// TestShortDecimalsSweep compares decimals of 1 to 8 fraction digits with
+// strconv, both ways: every one whose digits are 1..20000 for one fraction
+// digit, a sample of them for more, and as many near the short writer's
+// 2^50 bound and past 2^53.
 func TestShortDecimalsSweep(t *testing.T) {
 	L := newState(t)
 	for k := 1; k <= 8; k++ {

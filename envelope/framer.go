@@ -72,7 +72,7 @@ type Framer interface {
 	Name() string
 	// ReadFrame reads exactly one frame from r into *f, which it sets
 	// whole: on error *f is the zero Frame. (A pointer rather than a
-	// result, because a Frame is sixteen words: returned by value it is
+	// result, because a Frame is fourteen words: returned by value it is
 	// copied at every layer of a read, on the hottest path there is.) It
 	// returns io.EOF only at a clean frame boundary, a *ProtocolError for a
 	// violation (truncated for EOF inside a frame), and r's other errors
