@@ -62,10 +62,7 @@ type streamTransport struct {
 	wbuf  []byte
 }
 
-func (s *streamTransport) readFrame() (f envelope.Frame, err error) {
-	err = s.codec.ReadFrame(s.br, &f)
-	return f, err
-}
+func (s *streamTransport) readFrame() (envelope.Frame, error) { return envelope.Read(s.codec, s.br) }
 
 func (s *streamTransport) writeFrame(ctx context.Context, f *envelope.Frame) error {
 	buf, err := s.codec.AppendFrame(s.wbuf[:0], f)
@@ -177,9 +174,7 @@ func (t *wsTransport) readFrame() (envelope.Frame, error) {
 	if typ != t.typ {
 		return envelope.Frame{}, ErrMessageType
 	}
-	var f envelope.Frame
-	err = t.codec.DecodeMessage(msg, &f)
-	return f, err
+	return envelope.Decode(t.codec, msg)
 }
 
 func (t *wsTransport) writeFrame(ctx context.Context, f *envelope.Frame) error {

@@ -1,6 +1,9 @@
 package codec
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // Short decimals both ways without strconv's general algorithms. Game
 // bodies are full of numbers like 1024.5 and -33.25: a handful of digits
@@ -61,7 +64,7 @@ func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
 			b = append(b, '-')
 		}
 		u, scale := uint64(n), uint64(pow10[k])
-		b = appendUint(b, u/scale)
+		b = strconv.AppendUint(b, u/scale, 10)
 		b = append(b, '.')
 		frac := u % scale
 		for d := scale / 10; d > 0; d /= 10 { // k digits, leading zeros kept
@@ -70,19 +73,4 @@ func appendShortDecimal(b []byte, f float64) ([]byte, bool) {
 		return b, true
 	}
 	return b, false
-}
-
-// appendUint appends u in decimal.
-func appendUint(b []byte, u uint64) []byte {
-	var buf [20]byte
-	i := len(buf)
-	for {
-		i--
-		buf[i] = byte('0' + u%10)
-		u /= 10
-		if u == 0 {
-			break
-		}
-	}
-	return append(b, buf[i:]...)
 }
