@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -142,13 +143,37 @@ func traceback(L *lua.LState) string {
 		if strings.HasPrefix(dbg.Source, builtinChunk) {
 			continue // the runtime's own Lua: noise in a service's traceback
 		}
-		name := dbg.Name
-		if name == "" || name == "corountine" {
-			name = "?"
+		where := dbg.Source
+		switch {
+		case dbg.What == "G":
+			where = "[C]" // Lua's name for a host function's frame
+		case dbg.CurrentLine > 0:
+			where += ":" + strconv.Itoa(dbg.CurrentLine)
 		}
-		fmt.Fprintf(&b, "\n\t%s:%d: in %s", dbg.Source, dbg.CurrentLine, name)
+		fmt.Fprintf(&b, "\n\t%s: %s", where, frameName(dbg))
 	}
 	return b.String()
+}
+
+// frameName says which function a traceback frame is in, in Lua 5.1's
+// words, which a Lua author knows: a function called by name is named
+// ("in function 'inner'"), one called without (a task's first frame: the
+// handler, which Go calls) is where it is defined ("in function
+// <a.lua:12>"), and a Go function without a name is "?". gopher-lua names
+// a coroutine's first frame "corountine" and a Go one it cannot name
+// "(anonymous)"; neither means anything to a service's author.
+func frameName(dbg *lua.Debug) string {
+	switch name := dbg.Name; {
+	case name == "" || name == "corountine" || name == "main chunk" || name == "(anonymous)":
+		if dbg.What == "G" {
+			return "?"
+		}
+		return fmt.Sprintf("in function <%s:%d>", dbg.Source, dbg.LineDefined)
+	case strings.HasPrefix(name, "<"): // gopher-lua's own <source:line>
+		return "in function " + name
+	default:
+		return "in function '" + name + "'"
+	}
 }
 
 // start runs fn(args...) as a new task. Its deadline was just set from
