@@ -24,6 +24,8 @@
 # rounds of one row load the two builds in turn, the way to compare two
 # builds closer than the machine's noise between rounds:
 #   INFLIGHT=16 ROUTES=1 BASELINE=0 bench/compare.sh A B 6 5s
+# TAIL=D adds, under each row, how its answers slower than D spread over
+# the measured time: evenly, or in bursts (bench -tail).
 # PIN=1 runs every server on CPU 0 and every load on CPU 1 (taskset), so
 # that the load generator never takes a server's CPU: the way to see what
 # of a tail latency is the two processes sharing the CPUs.
@@ -31,7 +33,7 @@
 set -eu
 before=$1 after=$2 rounds=${3:-3} dur=${4:-5s}
 login=${LOGIN:-3} fanout=${FANOUT:-0} idle=${IDLE:-0}
-inflight=${INFLIGHT:-1 16} routes=${ROUTES:-1 2} baseline=${BASELINE:-1}
+inflight=${INFLIGHT:-1 16} routes=${ROUTES:-1 2} baseline=${BASELINE:-1} tail=${TAIL:-0}
 srv="" cli=""
 if [ "${PIN:-0}" = 1 ]; then
 	srv="taskset -c 0" cli="taskset -c 1"
@@ -70,7 +72,7 @@ stop() { # name
 }
 load() { # label addr route pid login
 	for d in $inflight; do
-		$cli "$after" bench -addr "$2" -route "$3" -inflight $d -d "$dur" -warmup 1s -pid "$4" -login "$5" |
+		$cli "$after" bench -addr "$2" -route "$3" -inflight $d -d "$dur" -warmup 1s -pid "$4" -login "$5" -tail "$tail" |
 			sed "s/^gateway  */$(printf '%-20s' "$1") /"
 	done
 }

@@ -55,6 +55,9 @@ type Options struct {
 	// Mark, when set, is called as the measured time begins (true) and
 	// ends (false): to profile just that.
 	Mark func(begin bool)
+	// Tail, when not 0, fills Result.Bursts: how the answers slower than
+	// Tail spread over the measured time, evenly or in bursts.
+	Tail time.Duration
 }
 
 // Result is what a run measured.
@@ -65,6 +68,7 @@ type Result struct {
 	Latency  *Histogram
 	CPU      time.Duration // the server's CPU time while measuring, when Options.CPU was set
 	Load     time.Duration // this process's, when Options.LoadCPU was set
+	Bursts   *Bursts       // when Options.Tail was set
 }
 
 // RPS is answered requests per second.
@@ -128,13 +132,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 
 	var (
-		measuring atomic.Bool
-		requests  atomic.Uint64
-		errs      atomic.Uint64
-		hmu       sync.Mutex
-		hist      = NewHistogram()
-		wg        sync.WaitGroup
+		requests atomic.Uint64
+		errs     atomic.Uint64
+		hmu      sync.Mutex
+		hist     = NewHistogram()
+		wins     *windows // every connection's, merged, when o.Tail is set
+		wg       sync.WaitGroup
 	)
+	m := &measure{}
+	if o.Tail > 0 {
+		wins = newWindows(o.Tail, o.Duration+time.Second)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, c := range conns {
@@ -142,11 +150,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		go func(c loadConn) {
 			defer wg.Done()
 			local := NewHistogram()
-			n, e := c.drive(runCtx, o, &measuring, local)
+			var w *windows
+			if wins != nil {
+				w = newWindows(o.Tail, o.Duration+time.Second)
+			}
+			n, e := c.drive(runCtx, o, m, local, w)
 			requests.Add(n)
 			errs.Add(e)
 			hmu.Lock()
 			hist.Merge(local)
+			if w != nil {
+				wins.merge(w)
+			}
 			hmu.Unlock()
 		}(c)
 	}
@@ -162,10 +177,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Mark != nil {
 		o.Mark(true)
 	}
-	measuring.Store(true)
 	start := time.Now()
+	m.start.Store(start.UnixNano())
+	m.on.Store(true)
 	sleep(runCtx, o.Duration)
-	measuring.Store(false)
+	m.on.Store(false)
 	elapsed := time.Since(start)
 	if o.Mark != nil {
 		o.Mark(false)
@@ -184,8 +200,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if cpuErr != nil {
 		return Result{}, fmt.Errorf("bench: reading the CPU time: %w", cpuErr)
 	}
-	return Result{Requests: requests.Load(), Errors: errs.Load(), Elapsed: elapsed, Latency: hist,
-		CPU: cpu1 - cpu0, Load: load1 - load0}, nil
+	res := Result{Requests: requests.Load(), Errors: errs.Load(), Elapsed: elapsed, Latency: hist,
+		CPU: cpu1 - cpu0, Load: load1 - load0}
+	if wins != nil {
+		res.Bursts = wins.bursts(int((elapsed + window - 1) / window))
+	}
+	return res, nil
+}
+
+// measure is the measured time as the connections see it.
+type measure struct {
+	on    atomic.Bool
+	start atomic.Int64 // unix ns, stored before on is set
 }
 
 // runs numbers the runs of this process, so that the player ids of one
@@ -218,7 +244,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // loadConn is one loaded connection.
 type loadConn interface {
 	// drive runs the connection's slots until ctx ends or stop.
-	drive(ctx context.Context, o Options, measuring *atomic.Bool, h *Histogram) (n, errs uint64)
+	drive(ctx context.Context, o Options, m *measure, h *Histogram, w *windows) (n, errs uint64)
 	// login sends frame (an idlen request with request_id loginID, u32
 	// length included) and waits for its answer, which must not be an
 	// error.
@@ -255,8 +281,8 @@ func dial(ctx context.Context, o Options) (loadConn, error) {
 // streamConn is a TCP or TLS connection carrying idlen as it is.
 type streamConn struct{ net.Conn }
 
-func (c streamConn) drive(ctx context.Context, o Options, measuring *atomic.Bool, h *Histogram) (n, errs uint64) {
-	return drive(ctx, c.Conn, o, measuring, h)
+func (c streamConn) drive(ctx context.Context, o Options, m *measure, h *Histogram, w *windows) (n, errs uint64) {
+	return drive(ctx, c.Conn, o, m, h, w)
 }
 func (c streamConn) stop() { c.SetDeadline(time.Now()) }
 
@@ -305,15 +331,16 @@ func (c streamConn) close() { c.Close() }
 // request, so what it measures is the server's cost, not its own. Only
 // answers read while measuring are counted.
 type slots struct {
-	o         Options
-	sent      []int64 // slot -> send time, unix ns
-	measuring *atomic.Bool
-	h         *Histogram
-	n, errs   uint64
+	o       Options
+	sent    []int64 // slot -> send time, unix ns
+	m       *measure
+	w       *windows // nil unless Options.Tail is set
+	h       *Histogram
+	n, errs uint64
 }
 
-func newSlots(o Options, measuring *atomic.Bool, h *Histogram) *slots {
-	return &slots{o: o, sent: make([]int64, o.InFlight+1), measuring: measuring, h: h}
+func newSlots(o Options, m *measure, h *Histogram, w *windows) *slots {
+	return &slots{o: o, sent: make([]int64, o.InFlight+1), m: m, h: h, w: w}
 }
 
 // answered accounts for a frame from the server read at now (unix ns) and
@@ -323,12 +350,16 @@ func (s *slots) answered(now int64, route, slot uint32) uint32 {
 	if slot == 0 || int(slot) > s.o.InFlight {
 		return 0
 	}
-	if s.measuring.Load() {
+	if s.m.on.Load() {
 		s.n++
 		if route == 0 {
 			s.errs++
 		}
-		s.h.Record(time.Duration(now - s.sent[slot]))
+		took := time.Duration(now - s.sent[slot])
+		s.h.Record(took)
+		if s.w != nil {
+			s.w.record(time.Duration(now-s.m.start.Load()), took)
+		}
 	}
 	return slot
 }
@@ -344,8 +375,8 @@ const streamBuffer = 64 << 10
 // the write buffer, and flushes only when no complete answer is left in
 // the read buffer, so that the requests freed by one read go out in one
 // write, as the raw echo server answers them.
-func drive(ctx context.Context, c net.Conn, o Options, measuring *atomic.Bool, h *Histogram) (n, errs uint64) {
-	s := newSlots(o, measuring, h)
+func drive(ctx context.Context, c net.Conn, o Options, m *measure, h *Histogram, wins *windows) (n, errs uint64) {
+	s := newSlots(o, m, h, wins)
 	frame := make([]byte, 12+len(o.Body))
 	binary.BigEndian.PutUint32(frame, uint32(8+len(o.Body)))
 	frame[4] = 1

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -58,8 +57,8 @@ func (c wsConn) login(ctx context.Context, frame []byte) error {
 // drive runs the connection's closed loop on the calling goroutine, as the
 // stream's does: each answer read frees its slot, whose next request is
 // written (a message of its own) before the next answer is read.
-func (c wsConn) drive(ctx context.Context, o Options, measuring *atomic.Bool, h *Histogram) (n, errs uint64) {
-	s := newSlots(o, measuring, h)
+func (c wsConn) drive(ctx context.Context, o Options, m *measure, h *Histogram, w *windows) (n, errs uint64) {
+	s := newSlots(o, m, h, w)
 	msg := make([]byte, 8+len(o.Body))
 	msg[0] = 1
 	msg[1], msg[2], msg[3] = byte(o.Route>>16), byte(o.Route>>8), byte(o.Route)

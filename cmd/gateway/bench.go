@@ -27,7 +27,7 @@ type benchFlags struct {
 	route, login                   *uint
 	conns, idle, fanout, pid       *int
 	inflight                       *string
-	dur, warmup                    *time.Duration
+	dur, warmup, tail              *time.Duration
 	cpuprofile, memprofile         *string
 	serveEcho, writeConfig, listen *string
 	serveFan, fanBase, fanListen   *string
@@ -55,6 +55,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		inflight:    fs.String("inflight", "1,16", "requests in flight per connection, comma-separated"),
 		dur:         fs.Duration("d", 10*time.Second, "measured time per run"),
 		warmup:      fs.Duration("warmup", 2*time.Second, "unmeasured time before each run"),
+		tail:        fs.Duration("tail", 0, "also report how the answers slower than `D` spread over each run's measured time: evenly, or in bursts (the server, the load or the machine stopping for a while)"),
 		idle:        fs.Int("idle", 0, "instead: open `N` idle sessions (logged in, see -login) to a gateway process and report its memory per session and its CPU while they idle"),
 		fanout:      fs.Int("fanout", 0, "instead: one sender pushes to a room of `N` members, against a plain Go loop writing the same frame to each socket"),
 		adminAddr:   fs.String("admin", "", "with -write-config: the admin server's `HOST:PORT` (metrics, /debug/pprof/); with -idle and -addr, the running gateway's (pprof on)"),
@@ -106,13 +107,16 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 // run loads o at depth with the flags' connections and times, prints its
 // row and reports whether it went through.
 func (f *benchFlags) run(stdout, stderr io.Writer, name string, o bench.Options, depth int) (bench.Result, bool) {
-	o.Conns, o.InFlight, o.Duration, o.Warmup = *f.conns, depth, *f.dur, *f.warmup
+	o.Conns, o.InFlight, o.Duration, o.Warmup, o.Tail = *f.conns, depth, *f.dur, *f.warmup, *f.tail
 	r, err := bench.Run(context.Background(), o)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return r, false
 	}
 	fmt.Fprintf(stdout, "%-22s in-flight %-3d %s\n", name, depth, r)
+	if r.Bursts != nil {
+		fmt.Fprintf(stdout, "%-22s %s\n", "", r.Bursts)
+	}
 	return r, true
 }
 

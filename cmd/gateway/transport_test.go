@@ -84,13 +84,14 @@ func TestCallOverTransports(t *testing.T) {
 }
 
 // TestBenchTransports: a short bench with -ws and -tls reports the raw
-// echo over ws, tls and wss next to plain tcp.
+// echo over ws, tls and wss next to plain tcp, and with -tail how the slow
+// answers of each row spread.
 func TestBenchTransports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a load run")
 	}
 	noLeak(t)
-	code, out, errOut := gateway(t, "bench", "-d", "200ms", "-warmup", "50ms", "-conns", "2", "-inflight", "2", "-ws", "-tls")
+	code, out, errOut := gateway(t, "bench", "-d", "200ms", "-warmup", "50ms", "-conns", "2", "-inflight", "2", "-ws", "-tls", "-tail", "1h")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -112,6 +113,9 @@ func TestBenchTransports(t *testing.T) {
 		if !rows[row] {
 			t.Errorf("no %q row with an error count in:\n%s", row, out)
 		}
+	}
+	if n := strings.Count(out, "slower than 1h0m0s: none of "); n != len(rows) {
+		t.Errorf("%d -tail lines for %d rows in:\n%s", n, len(rows), out)
 	}
 }
 

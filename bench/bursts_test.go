@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBursts checks the two shapes Bursts tells apart, on 100 windows of
+// 10 answers each: slow answers spread over the run, and slow answers
+// packed into a few windows, as a stall leaves them.
+func TestBursts(t *testing.T) {
+	const tail = 3 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		slowAt func(win, k int) bool // whether the k-th answer of window win is slow
+		slow   uint64
+		top    float64 // TopShare
+		runs   int
+	}{
+		{name: "none", slowAt: func(int, int) bool { return false }},
+		// One slow answer in every window: the worst 5 hold 5 of 100.
+		{name: "spread", slowAt: func(_, k int) bool { return k == 0 }, slow: 100, top: 0.05},
+		// Every answer of windows 40 to 49 and 70 to 79: two bursts, and
+		// the worst 5 windows hold 50 of the 200.
+		{name: "bursts", slowAt: func(win, _ int) bool { return win/10 == 4 || win/10 == 7 }, slow: 200, top: 0.25, runs: 2},
+		// Half of a window's answers slow is a burst's window too.
+		{name: "half", slowAt: func(win, k int) bool { return win == 3 && k < 5 }, slow: 5, top: 1, runs: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWindows(tail, 100*window)
+			for win := range 100 {
+				for k := range 10 {
+					took := tail // not slower than tail
+					if tc.slowAt(win, k) {
+						took = tail + time.Microsecond
+					}
+					w.record(time.Duration(win)*window+time.Duration(k)*window/10, took)
+				}
+			}
+			b := w.bursts(100)
+			if b.Answers != 1000 || b.Slow != tc.slow || b.Windows != 100 || b.Tail != tail {
+				t.Fatalf("counted %+v", b)
+			}
+			if math.Abs(b.TopShare-tc.top) > 1e-9 || b.Runs != tc.runs {
+				t.Errorf("TopShare %v, Runs %d; want %v, %d", b.TopShare, b.Runs, tc.top, tc.runs)
+			}
+		})
+	}
+}
+
+// TestRunBursts checks that a run with Options.Tail counts every answer it
+// measured into its windows.
+func TestRunBursts(t *testing.T) {
+	s, err := NewEchoServer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := Run(context.Background(), Options{Addr: s.Addr(), Conns: 4, InFlight: 4, Duration: 200 * time.Millisecond,
+		Warmup: 50 * time.Millisecond, Route: 7, Body: []byte("hello"), Tail: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := r.Bursts
+	if b == nil || b.Answers != r.Requests || b.Slow != 0 || b.Windows < 200 || b.Windows > 400 {
+		t.Fatalf("bursts %+v of %d requests", b, r.Requests)
+	}
+	if !strings.Contains(b.String(), "slower than 1h0m0s: none of") {
+		t.Fatalf("line %q", b.String())
+	}
+}
