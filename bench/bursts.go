@@ -14,29 +14,32 @@ import (
 // machine, stopped for a few milliseconds: a collection, the kernel
 // running another process on the CPU). Bursts tells them apart: with
 // Options.Tail set, every connection counts, per millisecond of the
-// measured time, the answers it read and those of them slower than Tail.
+// measured time, the answers to the requests it sent in it and those of
+// them slower than Tail. A stall makes every request sent just before it
+// slow, whichever session sent it; the answers read after it mix the
+// stalled requests with new ones, so the windows are by send time.
 
 // window is one millisecond of the measured time.
 const window = time.Millisecond
 
 // topWindows is the share of the windows that TopShare looks at: the 5%
 // holding the most slow answers. Spread evenly, they hold about 5% of
-// them; in bursts, nearly all.
+// them; in bursts, nearly all. (As many slow answers as 5% of all make
+// even bursts fill more windows than that: Tail near p99 says most.)
 const topWindows = 0.05
 
 // Bursts is how the answers slower than a threshold spread over the
 // measured time.
 type Bursts struct {
 	Tail    time.Duration // the threshold, Options.Tail
-	Answers uint64        // answers read while measuring
+	Answers uint64        // answers read while measuring, Result.Requests
 	Slow    uint64        // of them, slower than Tail
 	Windows int           // milliseconds of the measured time
-	// TopShare is the share of the slow answers read in the 5% of the
-	// windows that hold most of them.
+	// TopShare is the share of the slow answers whose requests were sent
+	// in the 5% of the windows that hold most of them.
 	TopShare float64
-	// Runs counts bursts: runs of consecutive windows in which at least
-	// half of the answers read were slow.
-	Runs int
+	// SlowWindows is how many windows hold any slow answer.
+	SlowWindows int
 }
 
 // String is one line for a report.
@@ -44,8 +47,8 @@ func (b *Bursts) String() string {
 	if b.Slow == 0 {
 		return fmt.Sprintf("slower than %v: none of %d answers", b.Tail, b.Answers)
 	}
-	return fmt.Sprintf("slower than %v: %.2f%% of answers, %.0f%% of them in the worst 5%% of the %d ms; %d bursts",
-		b.Tail, 100*float64(b.Slow)/float64(b.Answers), 100*b.TopShare, b.Windows, b.Runs)
+	return fmt.Sprintf("slower than %v: %.2f%% of answers, %.0f%% of them sent in the worst 5%% of the %d ms (any in %d ms)",
+		b.Tail, 100*float64(b.Slow)/float64(b.Answers), 100*b.TopShare, b.Windows, b.SlowWindows)
 }
 
 // windows is one connection's count of answers, and of slow ones, per
@@ -61,8 +64,9 @@ func newWindows(tail, measured time.Duration) *windows {
 	return &windows{tail: tail, all: make([]uint32, n), slow: make([]uint32, n)}
 }
 
-// record counts an answer read at since (after the measured time began)
-// that took took.
+// record counts the answer to a request sent at since (after the measured
+// time began; one sent before is counted in the first window) that took
+// took.
 func (w *windows) record(since, took time.Duration) {
 	i := min(max(int(since/window), 0), len(w.all)-1)
 	w.all[i]++
@@ -82,15 +86,12 @@ func (w *windows) merge(o *windows) {
 func (w *windows) bursts(n int) *Bursts {
 	n = min(n, len(w.all))
 	b := &Bursts{Tail: w.tail, Windows: n}
-	inRun := false
 	for i := range n {
 		b.Answers += uint64(w.all[i])
 		b.Slow += uint64(w.slow[i])
-		burst := w.all[i] > 0 && 2*w.slow[i] >= w.all[i]
-		if burst && !inRun {
-			b.Runs++
+		if w.slow[i] > 0 {
+			b.SlowWindows++
 		}
-		inRun = burst
 	}
 	if b.Slow == 0 {
 		return b

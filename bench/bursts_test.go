@@ -14,20 +14,21 @@ import (
 func TestBursts(t *testing.T) {
 	const tail = 3 * time.Millisecond
 	for _, tc := range []struct {
-		name   string
-		slowAt func(win, k int) bool // whether the k-th answer of window win is slow
-		slow   uint64
-		top    float64 // TopShare
-		runs   int
+		name    string
+		slowAt  func(win, k int) bool // whether the answer to the k-th request of window win is slow
+		slow    uint64
+		top     float64 // TopShare
+		windows int     // SlowWindows
 	}{
 		{name: "none", slowAt: func(int, int) bool { return false }},
 		// One slow answer in every window: the worst 5 hold 5 of 100.
-		{name: "spread", slowAt: func(_, k int) bool { return k == 0 }, slow: 100, top: 0.05},
-		// Every answer of windows 40 to 49 and 70 to 79: two bursts, and
-		// the worst 5 windows hold 50 of the 200.
-		{name: "bursts", slowAt: func(win, _ int) bool { return win/10 == 4 || win/10 == 7 }, slow: 200, top: 0.25, runs: 2},
-		// Half of a window's answers slow is a burst's window too.
-		{name: "half", slowAt: func(win, k int) bool { return win == 3 && k < 5 }, slow: 5, top: 1, runs: 1},
+		{name: "spread", slowAt: func(_, k int) bool { return k == 0 }, slow: 100, top: 0.05, windows: 100},
+		// Every answer of windows 40 to 41 and 70 to 72: all in the
+		// worst 5.
+		{name: "bursts", slowAt: func(win, _ int) bool { return win == 40 || win == 41 || win >= 70 && win <= 72 }, slow: 50,
+			top: 1, windows: 5},
+		// Ten windows of bursts: the worst 5 hold half.
+		{name: "longer bursts", slowAt: func(win, _ int) bool { return win/10 == 4 }, slow: 100, top: 0.5, windows: 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWindows(tail, 100*window)
@@ -44,8 +45,8 @@ func TestBursts(t *testing.T) {
 			if b.Answers != 1000 || b.Slow != tc.slow || b.Windows != 100 || b.Tail != tail {
 				t.Fatalf("counted %+v", b)
 			}
-			if math.Abs(b.TopShare-tc.top) > 1e-9 || b.Runs != tc.runs {
-				t.Errorf("TopShare %v, Runs %d; want %v, %d", b.TopShare, b.Runs, tc.top, tc.runs)
+			if math.Abs(b.TopShare-tc.top) > 1e-9 || b.SlowWindows != tc.windows {
+				t.Errorf("TopShare %v, SlowWindows %d; want %v, %d", b.TopShare, b.SlowWindows, tc.top, tc.windows)
 			}
 		})
 	}

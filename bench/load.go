@@ -358,7 +358,7 @@ func (s *slots) answered(now int64, route, slot uint32) uint32 {
 		took := time.Duration(now - s.sent[slot])
 		s.h.Record(took)
 		if s.w != nil {
-			s.w.record(time.Duration(now-s.m.start.Load()), took)
+			s.w.record(time.Duration(s.sent[slot]-s.m.start.Load()), took)
 		}
 	}
 	return slot
