@@ -24,8 +24,9 @@ const window = time.Millisecond
 
 // topWindows is the share of the windows that TopShare looks at: the 5%
 // holding the most slow answers. Spread evenly, they hold about 5% of
-// them; in bursts, nearly all. (As many slow answers as 5% of all make
-// even bursts fill more windows than that: Tail near p99 says most.)
+// them; in bursts, nearly all. (When more than 5% of the answers are
+// slow, not even bursts fit in 5% of the windows: a Tail near the p99
+// says most.)
 const topWindows = 0.05
 
 // Bursts is how the answers slower than a threshold spread over the

@@ -56,7 +56,9 @@ type Options struct {
 	// ends (false): to profile just that.
 	Mark func(begin bool)
 	// Tail, when not 0, fills Result.Bursts: how the answers slower than
-	// Tail spread over the measured time, evenly or in bursts.
+	// Tail spread over the measured time, evenly or in bursts. Its counts
+	// take 8 bytes a millisecond a connection (2.4 MB for 50 connections
+	// and 5 s), allocated before the run.
 	Tail time.Duration
 }
 
