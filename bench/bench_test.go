@@ -7,17 +7,26 @@ import (
 	"time"
 )
 
-func TestEchoBaselineRun(t *testing.T) {
+// runEcho runs a short load of o against a baseline echo server of its
+// own, 4 connections of 4 requests in flight.
+func runEcho(t *testing.T, o Options) Result {
+	t.Helper()
 	s, err := NewEchoServer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r, err := Run(context.Background(), Options{Addr: s.Addr(), Conns: 4, InFlight: 4, Duration: 200 * time.Millisecond,
-		Warmup: 50 * time.Millisecond, Route: 7, Body: []byte("hello"), LoadCPU: true})
+	o.Addr, o.Conns, o.InFlight, o.Duration, o.Warmup = s.Addr(), 4, 4, 200*time.Millisecond, 50*time.Millisecond
+	o.Route, o.Body = 7, []byte("hello")
+	r, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+func TestEchoBaselineRun(t *testing.T) {
+	r := runEcho(t, Options{LoadCPU: true})
 	if r.Requests == 0 || r.Errors != 0 || r.Latency.Count() != r.Requests {
 		t.Fatalf("result %+v", r)
 	}

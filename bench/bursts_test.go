@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -55,16 +54,7 @@ func TestBursts(t *testing.T) {
 // TestRunBursts checks that a run with Options.Tail counts every answer it
 // measured into its windows.
 func TestRunBursts(t *testing.T) {
-	s, err := NewEchoServer("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	r, err := Run(context.Background(), Options{Addr: s.Addr(), Conns: 4, InFlight: 4, Duration: 200 * time.Millisecond,
-		Warmup: 50 * time.Millisecond, Route: 7, Body: []byte("hello"), Tail: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runEcho(t, Options{Tail: time.Hour})
 	b := r.Bursts
 	if b == nil || b.Answers != r.Requests || b.Slow != 0 || b.Windows < 200 || b.Windows > 400 {
 		t.Fatalf("bursts %+v of %d requests", b, r.Requests)
