@@ -140,6 +140,10 @@ func traceback(L *lua.LState) string {
 		if _, err := L.GetInfo("Sln", dbg, lua.LNil); err != nil {
 			break
 		}
+		// GetStack gives the levels after a frame to the tail calls it
+		// replaced (gopher-lua patch 10), which Lua 5.1 prints so.
+		tails := dbg.TailCalls
+		i += tails
 		if strings.HasPrefix(dbg.Source, builtinChunk) {
 			continue // the runtime's own Lua: noise in a service's traceback
 		}
@@ -151,6 +155,9 @@ func traceback(L *lua.LState) string {
 			where += ":" + strconv.Itoa(dbg.CurrentLine)
 		}
 		fmt.Fprintf(&b, "\n\t%s: %s", where, frameName(dbg))
+		for range tails {
+			b.WriteString("\n\t(tail call): ?")
+		}
 	}
 	return b.String()
 }

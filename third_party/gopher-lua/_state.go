@@ -120,6 +120,11 @@ type Debug struct {
 	NUpvalues       int
 	LineDefined     int
 	LastLineDefined int
+	// TailCalls (Shield patch 10, set by GetInfo's "S") is how many tail
+	// calls this frame replaced: GetStack gives that many levels after it
+	// to them, which stackTrace prints as "(tailcall)" and a traceback
+	// outside this package skips.
+	TailCalls int
 }
 
 /* }}} */
@@ -1560,6 +1565,9 @@ func (ls *LState) GetInfo(what string, dbg *Debug, fn LValue) (LValue, error) {
 				dbg.Source = f.Proto.SourceName
 				dbg.LineDefined = f.Proto.LineDefined
 				dbg.LastLineDefined = f.Proto.LastLineDefined
+				if dbg.frame != nil {
+					dbg.TailCalls = dbg.frame.TailCall // Shield patch 10
+				}
 			}
 		case 'l':
 			if !f.IsG && dbg.frame != nil {
