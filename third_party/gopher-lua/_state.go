@@ -122,8 +122,8 @@ type Debug struct {
 	LastLineDefined int
 	// TailCalls (Shield patch 10, set by GetInfo's "S") is how many tail
 	// calls this frame replaced: GetStack gives that many levels after it
-	// to them, which stackTrace prints as "(tailcall)" and a traceback
-	// outside this package skips.
+	// to them. stackTrace prints each as "(tailcall): ?" from the frame;
+	// a traceback outside this package needs the count from here.
 	TailCalls int
 }
 
