@@ -60,8 +60,11 @@ type windows struct {
 	all, slow []uint32
 }
 
+// newWindows makes the windows of a measured time of Duration measured,
+// and of the second after it: the measured time ends a little after
+// Duration, and a late answer lands in the last window.
 func newWindows(tail, measured time.Duration) *windows {
-	n := int(measured/window) + 1 // the measured time ends a little after Duration
+	n := int((measured+time.Second)/window) + 1
 	return &windows{tail: tail, all: make([]uint32, n), slow: make([]uint32, n)}
 }
 

@@ -143,7 +143,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	)
 	m := &measure{}
 	if o.Tail > 0 {
-		wins = newWindows(o.Tail, o.Duration+time.Second)
+		wins = newWindows(o.Tail, o.Duration)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -154,7 +154,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			local := NewHistogram()
 			var w *windows
 			if wins != nil {
-				w = newWindows(o.Tail, o.Duration+time.Second)
+				w = newWindows(o.Tail, o.Duration)
 			}
 			n, e := c.drive(runCtx, o, m, local, w)
 			requests.Add(n)
