@@ -24,12 +24,14 @@ type Opts = Omit<NodeConnectOptions, 'url'>;
 /** A fake gateway and a client connected to it, both closed after the test. */
 async function setup(t: TestContext, transport: Transport, env: Env, opts: Opts = {}): Promise<{ gw: FakeGateway; c: Client; s: ServerConn }> {
   const gw = await FakeGateway.start(transport, env);
-  const c = await connect({ url: gw.url, envelope: env, heartbeatMs: 0, reconnect: false, ...opts });
-  const s = await gw.accept();
+  let c: Client | undefined;
+  // Registered before the connect, so a failed connect or accept cannot leave the run hanging.
   t.after(async () => {
-    await c.close();
+    await c?.close();
     await gw.close();
   });
+  c = await connect({ url: gw.url, envelope: env, heartbeatMs: 0, reconnect: false, ...opts });
+  const s = await gw.accept();
   return { gw, c, s };
 }
 
@@ -135,13 +137,14 @@ for (const [transport, env] of combos) {
 
 describe('frame details', () => {
   test('idlen request bytes, and heartbeats on their interval', async (t) => {
-    const { c, s } = await setup(t, 'tcp', 'idlen', { heartbeatMs: 40 });
+    const { c, s } = await setup(t, 'tcp', 'idlen', { heartbeatMs: 200 });
     void c.call(3001, { x: 1 }).catch(() => {});
     const f = await s.next();
     assert.equal(hex(f.wire), hex(unhex(`0000000f 01 000bb9 ${f.rid.toString(16).padStart(8, '0')} 7b2278223a317d`)));
-    // Two heartbeats, each echoed; the connection stays up.
+    // Two heartbeats, each echoed; the connection stays up. (An interval of
+    // 200 ms: a loaded machine's stall of two intervals would drop it.)
     for (let i = 0; i < 2; i++) {
-      const hb = await s.next(1000);
+      const hb = await s.next(2000);
       assert.equal(hex(hb.wire), '000000080100000000000000');
       s.send({ kind: 'heartbeat' });
     }

@@ -8,12 +8,14 @@ const fast = { baseMs: 5, maxMs: 20, attempts: 5 };
 
 async function setup(t: TestContext, transport: Transport, env: Env, opts: Omit<NodeConnectOptions, 'url'> = {}) {
   const gw = await FakeGateway.start(transport, env);
-  const c = await connect({ url: gw.url, envelope: env, heartbeatMs: 0, reconnect: fast, ...opts });
-  const s = await gw.accept();
+  let c: Client | undefined;
+  // Registered before the connect, so a failed connect or accept cannot leave the run hanging.
   t.after(async () => {
-    await c.close();
+    await c?.close();
     await gw.close();
   });
+  c = await connect({ url: gw.url, envelope: env, heartbeatMs: 0, reconnect: fast, ...opts });
+  const s = await gw.accept();
   return { gw, c, s };
 }
 
@@ -199,7 +201,7 @@ describe('resume', () => {
   });
 
   test('no answer to the resume: the attempt fails and the next one resumes again', async (t) => {
-    const { gw, c, s } = await setup(t, 'tcp', 'idlen', { connectTimeoutMs: 50 });
+    const { gw, c, s } = await setup(t, 'tcp', 'idlen', { connectTimeoutMs: 500 });
     await login(c, s, 'tok-1');
     s.destroy();
     const s2 = await gw.accept();
