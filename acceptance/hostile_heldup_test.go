@@ -325,9 +325,10 @@ func (w *rawWS) expectClose(t *testing.T) int {
 // TestHeldWSFragments: a message in 1,000 one-byte fragments with a ping
 // between them, or after 2,000 empty fragments, is one frame and is
 // answered (the ping too); fragments that add up past max_frame_bytes, a
-// frame header that claims 2^62 bytes, a fragmented ping and an unmasked
-// frame each close the connection with the right status, and the gateway
-// serves on.
+// frame header that claims 2^62 bytes, and each header a client may not
+// send (a fragmented or oversized ping, a reserved opcode, an unmasked
+// frame) close the connection with the right status and count the
+// protocol error, and the gateway serves on.
 func TestHeldWSFragments(t *testing.T) {
 	s := startTransportEdge(t, "", tlistener{transport: "ws", envelope: "idlen"})
 	addr := s.Addr("ws_idlen")
@@ -371,14 +372,15 @@ func TestHeldWSFragments(t *testing.T) {
 	}{
 		{"fragments past max_frame_bytes", fragments(make([]byte, 70<<10), 1<<10), 1009, "too_large"},
 		{"a header claiming 2^62 bytes", append(binary.BigEndian.AppendUint64([]byte{0x82, 0xff}, 1<<62), 1, 2, 3, 4), 1009, "too_large"},
-		{"a fragmented ping", wsFrame(false, 9, []byte("p")), 1002, ""},
-		// RFC 6455 asks 1002 here; the library's error is not one the
-		// gateway tells apart from a socket's, so it says 1000. Closed
-		// all the same.
-		{"an unmasked frame", []byte{0x82, 0x01, 0x00}, 1000, ""},
+		// Headers RFC 6455 forbids a client: 1002, counted as bad_type.
+		{"a fragmented ping", wsFrame(false, 9, []byte("p")), 1002, "bad_type"},
+		{"a ping of 126 bytes", wsFrame(true, 9, make([]byte, 126)), 1002, "bad_type"},
+		{"a reserved opcode", wsFrame(true, 3, []byte("x")), 1002, "bad_type"},
+		{"an unmasked frame", []byte{0x82, 0x01, 0x00}, 1002, "bad_type"},
+		{"an unmasked frame after a good one", append(wsFrame(true, 2, echo), 0x82, 0x01, 0x00), 1002, "bad_type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n0 := s.ProtocolErrors("too_large")
+			n0 := s.ProtocolErrors(tc.reason)
 			code, w := dialRawWS(t, addr, upgradeRequest("/ws", ""), nil)
 			if code != http.StatusSwitchingProtocols {
 				t.Fatalf("upgrade: %d", code)

@@ -162,13 +162,17 @@ func (w *wsConn) readMessage(r io.Reader, limit int) ([]byte, error) {
 }
 
 // readError maps the library's errors onto the read loop's: a message over
-// the limit is too_large, a close frame from the peer a clean end (io.EOF);
+// the limit is too_large, a frame header a client may not send (the
+// watch's other faults) bad_type with 1002, a close frame from the peer a
+// clean end (io.EOF);
 // anything else (a deadline, a closed socket) passes through wrapped, so
 // errors.Is still finds os.ErrDeadlineExceeded.
 func (w *wsConn) readError(err error) error {
-	switch {
-	case w.raw.tooLarge():
+	switch f := w.raw.fault(); {
+	case f == faultTooLarge:
 		return w.tooLarge()
+	case f != faultNone:
+		return w.protocolError(envelope.ReasonBadType, websocket.StatusProtocolError, "%v", f)
 	case errors.Is(err, websocket.ErrMessageTooBig):
 		return w.tooLarge()
 	case websocket.CloseStatus(err) != -1:

@@ -13,13 +13,18 @@ import (
 // every frame the client sends, and stops the connection as soon as a
 // data message's announced length passes max_frame_bytes (SPEC §3): the
 // WebSocket library would only see the limit once that many bytes had
-// trickled in. It only reads what passes through; it buffers nothing but
-// the few bytes the HTTP server read past the upgrade request (early).
+// trickled in. It stops it too at a header RFC 6455 forbids a client
+// (unmasked, a control frame fragmented or over 125 bytes, a reserved
+// opcode), so that the gateway closes with 1002 and counts the protocol
+// error, where the library's own error would be one the gateway cannot
+// tell from a socket's. It only reads what passes through; it buffers
+// nothing but the few bytes the HTTP server read past the upgrade
+// request (early).
 type frameWatch struct {
 	net.Conn
 	limit int64
-	on    atomic.Bool // set at the upgrade: the bytes from then on are frames
-	big   atomic.Bool // a message announced more than limit
+	on    atomic.Bool  // set at the upgrade: the bytes from then on are frames
+	bad   atomic.Int32 // the violation that stopped the reads (a watchFault), 0 while none
 
 	// Before the upgrade the HTTP server reads the request, and it may
 	// read past it: its background read (which watches for the client
@@ -46,14 +51,50 @@ type frameWatch struct {
 // than max_frame_bytes.
 var errFrameTooLarge = errors.New("websocket message announces more than max_frame_bytes")
 
+// errBadFrame is what a read returns once a frame header broke RFC 6455.
+var errBadFrame = errors.New("websocket frame header a client may not send")
+
+// watchFault is what scan found wrong; the zero value is nothing.
+type watchFault int32
+
+const (
+	faultNone     watchFault = iota
+	faultTooLarge            // a data message announced more than the limit
+	faultUnmasked            // RFC 6455 §5.1: a client masks every frame
+	faultControl             // §5.5: a control frame is unfragmented and at most 125 bytes
+	faultOpcode              // §5.2: opcodes 3-7 and 11-15 are reserved
+)
+
+func (f watchFault) String() string {
+	switch f {
+	case faultTooLarge:
+		return "a message above max_frame_bytes"
+	case faultUnmasked:
+		return "an unmasked frame"
+	case faultControl:
+		return "a fragmented or oversized control frame"
+	case faultOpcode:
+		return "a reserved opcode"
+	default:
+		return "no fault"
+	}
+}
+
+func (f watchFault) err() error {
+	if f == faultTooLarge {
+		return errFrameTooLarge
+	}
+	return errBadFrame
+}
+
 // watch starts reading frame headers, from the first byte after the
 // upgrade request. No read is in progress when it is called: the upgrade
 // has just been answered and the connection not yet served.
 func (w *frameWatch) watch() {
 	early := w.early
 	w.early = nil
-	if len(early) > 0 && !w.scan(early) {
-		w.big.Store(true)
+	if len(early) > 0 {
+		w.bad.Store(int32(w.scan(early)))
 	}
 	w.on.Store(true)
 }
@@ -87,27 +128,32 @@ func (w *frameWatch) before(b []byte) {
 }
 
 // tooLarge reports whether a message announced more than the limit.
-func (w *frameWatch) tooLarge() bool { return w.big.Load() }
+func (w *frameWatch) tooLarge() bool { return w.fault() == faultTooLarge }
+
+// fault is the violation that stopped the reads, faultNone while none has.
+func (w *frameWatch) fault() watchFault { return watchFault(w.bad.Load()) }
 
 // Read passes bytes through, parsing frame headers once watching.
 func (w *frameWatch) Read(p []byte) (int, error) {
-	if w.big.Load() {
-		return 0, errFrameTooLarge
+	if f := w.fault(); f != faultNone {
+		return 0, f.err()
 	}
 	n, err := w.Conn.Read(p)
 	if n > 0 && !w.on.Load() {
 		w.before(p[:n])
-	} else if n > 0 && !w.scan(p[:n]) {
-		w.big.Store(true)
-		return 0, errFrameTooLarge
+	} else if n > 0 {
+		if f := w.scan(p[:n]); f != faultNone {
+			w.bad.Store(int32(f))
+			return 0, f.err()
+		}
 	}
 	return n, err
 }
 
-// scan follows RFC 6455 frames through b and reports false when a data
-// message's length (the sum of its fragments' announced lengths) passes
-// the limit.
-func (w *frameWatch) scan(b []byte) bool {
+// scan follows RFC 6455 frames through b and reports the first fault: a
+// data message's length (the sum of its fragments' announced lengths)
+// past the limit, or a header a client may not send.
+func (w *frameWatch) scan(b []byte) watchFault {
 	for len(b) > 0 {
 		if w.skip > 0 {
 			k := min(int64(len(b)), w.skip)
@@ -119,6 +165,9 @@ func (w *frameWatch) scan(b []byte) bool {
 		w.hdrLen++
 		b = b[1:]
 		if w.hdrLen == 2 {
+			if f := headerFault(w.hdr[0], w.hdr[1]); f != faultNone {
+				return f
+			}
 			w.hdrNeed = 2
 			switch w.hdr[1] & 0x7f {
 			case 126:
@@ -140,7 +189,7 @@ func (w *frameWatch) scan(b []byte) bool {
 		case 127:
 			u := binary.BigEndian.Uint64(w.hdr[2:])
 			if u > uint64(w.limit) {
-				return false
+				return faultTooLarge
 			}
 			length = int64(u)
 		default:
@@ -153,7 +202,7 @@ func (w *frameWatch) scan(b []byte) bool {
 			}
 			w.msgLen += length
 			if w.msgLen > w.limit {
-				return false
+				return faultTooLarge
 			}
 			if w.hdr[0]&0x80 != 0 { // FIN
 				w.msgLen = 0
@@ -161,5 +210,19 @@ func (w *frameWatch) scan(b []byte) bool {
 		}
 		w.skip = length
 	}
-	return true
+	return faultNone
+}
+
+// headerFault judges a client frame's first two header bytes.
+func headerFault(b0, b1 byte) watchFault {
+	opcode := b0 & 0x0f
+	switch {
+	case b1&0x80 == 0:
+		return faultUnmasked
+	case opcode >= 3 && opcode <= 7 || opcode >= 11:
+		return faultOpcode
+	case opcode >= 8 && (b0&0x80 == 0 || b1&0x7f > 125):
+		return faultControl
+	}
+	return faultNone
 }

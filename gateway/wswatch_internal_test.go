@@ -67,3 +67,66 @@ func TestFrameWatchBytesReadBeforeTheUpgrade(t *testing.T) {
 		})
 	}
 }
+
+// TestFrameWatchHeaderFaults: each header RFC 6455 forbids a client stops
+// the reads with its fault, and a good frame passes, whole or byte by
+// byte.
+func TestFrameWatchHeaderFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		frames []byte
+		want   watchFault
+	}{
+		{"a masked binary frame", append(header(3), 'a', 'b', 'c'), faultNone},
+		{"a masked ping", []byte{0x89, 0x81, 1, 2, 3, 4, 'p'}, faultNone},
+		{"a ping of 125 bytes", append([]byte{0x89, 0x80 | 125, 1, 2, 3, 4}, make([]byte, 125)...), faultNone},
+		{"a close", []byte{0x88, 0x82, 1, 2, 3, 4, 0x03, 0xe8}, faultNone},
+		{"an unmasked binary frame", []byte{0x82, 0x01, 'a'}, faultUnmasked},
+		{"an unmasked close", []byte{0x88, 0x00}, faultUnmasked},
+		{"a good frame, then an unmasked one", append(append(header(1), 'a'), 0x82, 0x01, 'a'), faultUnmasked},
+		{"a fragmented ping", []byte{0x09, 0x81, 1, 2, 3, 4, 'p'}, faultControl},
+		{"a ping of 126 bytes", append([]byte{0x89, 0x80 | 126, 0, 126, 1, 2, 3, 4}, make([]byte, 126)...), faultControl},
+		{"opcode 3", []byte{0x83, 0x81, 1, 2, 3, 4, 'x'}, faultOpcode},
+		{"opcode 7", []byte{0x87, 0x80, 1, 2, 3, 4}, faultOpcode},
+		{"opcode 11", []byte{0x8b, 0x80, 1, 2, 3, 4}, faultOpcode},
+		{"opcode 15", []byte{0x8f, 0x80, 1, 2, 3, 4}, faultOpcode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			whole := &frameWatch{limit: 8192}
+			if got := whole.scan(tc.frames); got != tc.want {
+				t.Fatalf("scan: %v, want %v", got, tc.want)
+			}
+			split := &frameWatch{limit: 8192}
+			got := faultNone
+			for i := range tc.frames {
+				if got = split.scan(tc.frames[i : i+1]); got != faultNone {
+					break
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("scan byte by byte: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzFrameWatchScan: any bytes, whole or cut at any point, give the same
+// fault (the watch keeps its parse across reads), and none panics.
+func FuzzFrameWatchScan(f *testing.F) {
+	f.Add(append(header(3), 'a', 'b', 'c'), uint(2))
+	f.Add([]byte{0x82, 0x01, 'a'}, uint(1))
+	f.Add([]byte{0x09, 0x81, 1, 2, 3, 4, 'p'}, uint(3))
+	f.Add(header(1<<62), uint(5))
+	f.Fuzz(func(t *testing.T, b []byte, cut uint) {
+		whole := (&frameWatch{limit: 1024}).scan(b)
+		at := int(cut % uint(len(b)+1))
+		split := &frameWatch{limit: 1024}
+		got := split.scan(b[:at])
+		if got == faultNone {
+			got = split.scan(b[at:])
+		}
+		if got != whole {
+			t.Fatalf("cut at %d: %v, whole: %v", at, got, whole)
+		}
+	})
+}
