@@ -326,9 +326,9 @@ func (w *rawWS) expectClose(t *testing.T) int {
 // between them, or after 2,000 empty fragments, is one frame and is
 // answered (the ping too); fragments that add up past max_frame_bytes, a
 // frame header that claims 2^62 bytes, and each header a client may not
-// send (a fragmented or oversized ping, a reserved opcode, an unmasked
-// frame) close the connection with the right status and count the
-// protocol error, and the gateway serves on.
+// send (a fragmented or oversized ping, a reserved opcode or RSV bit, an
+// unmasked frame, a fragment out of order) close the connection with the
+// right status and count the protocol error; and the gateway serves on.
 func TestHeldWSFragments(t *testing.T) {
 	s := startTransportEdge(t, "", tlistener{transport: "ws", envelope: "idlen"})
 	addr := s.Addr("ws_idlen")
@@ -364,6 +364,7 @@ func TestHeldWSFragments(t *testing.T) {
 			t.Fatalf("answer %q", truncateBody(got))
 		}
 	})
+	good := wsFrame(true, 2, echo)
 	for _, tc := range []struct {
 		name   string
 		frames []byte
@@ -373,11 +374,16 @@ func TestHeldWSFragments(t *testing.T) {
 		{"fragments past max_frame_bytes", fragments(make([]byte, 70<<10), 1<<10), 1009, "too_large"},
 		{"a header claiming 2^62 bytes", append(binary.BigEndian.AppendUint64([]byte{0x82, 0xff}, 1<<62), 1, 2, 3, 4), 1009, "too_large"},
 		// Headers RFC 6455 forbids a client: 1002, counted as bad_type.
+		// (A frame before one reaches its handler, but the session closes
+		// before the answer: a protocol error ends it at once.)
 		{"a fragmented ping", wsFrame(false, 9, []byte("p")), 1002, "bad_type"},
 		{"a ping of 126 bytes", wsFrame(true, 9, make([]byte, 126)), 1002, "bad_type"},
 		{"a reserved opcode", wsFrame(true, 3, []byte("x")), 1002, "bad_type"},
+		{"RSV1 (no compression negotiated)", append([]byte{0xc2, 0x81, 1, 2, 3, 4}, 'x'), 1002, "bad_type"},
 		{"an unmasked frame", []byte{0x82, 0x01, 0x00}, 1002, "bad_type"},
-		{"an unmasked frame after a good one", append(wsFrame(true, 2, echo), 0x82, 0x01, 0x00), 1002, "bad_type"},
+		{"an unmasked frame after a good one", append(good, 0x82, 0x01, 0x00), 1002, "bad_type"},
+		{"a continuation with no message open", append(good, wsFrame(true, 0, []byte("x"))...), 1002, "bad_type"},
+		{"a message inside a fragmented one", append(wsFrame(false, 2, []byte("a")), good...), 1002, "bad_type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n0 := s.ProtocolErrors(tc.reason)

@@ -15,7 +15,7 @@ import (
 // WebSocket library would only see the limit once that many bytes had
 // trickled in. It stops it too at a header RFC 6455 forbids a client
 // (unmasked, a control frame fragmented or over 125 bytes, a reserved
-// opcode), so that the gateway closes with 1002 and counts the protocol
+// opcode or RSV bit, a fragment out of order), so that the gateway closes with 1002 and counts the protocol
 // error, where the library's own error would be one the gateway cannot
 // tell from a socket's. It only reads what passes through; it buffers
 // nothing but the few bytes the HTTP server read past the upgrade
@@ -45,6 +45,7 @@ type frameWatch struct {
 	hdrNeed int
 	skip    int64 // payload bytes of the current frame still to pass
 	msgLen  int64 // the data message so far, over its fragments
+	frag    bool  // a data message's first fragment came, its last not yet
 }
 
 // errFrameTooLarge is what a read returns once a message announced more
@@ -62,7 +63,8 @@ const (
 	faultTooLarge            // a data message announced more than the limit
 	faultUnmasked            // RFC 6455 §5.1: a client masks every frame
 	faultControl             // §5.5: a control frame is unfragmented and at most 125 bytes
-	faultOpcode              // §5.2: opcodes 3-7 and 11-15 are reserved
+	faultReserved            // §5.2: opcodes 3-7 and 11-15, and the RSV bits of no extension
+	faultFragment            // §5.4: a continuation with no message open, or a message inside one
 )
 
 func (f watchFault) String() string {
@@ -73,8 +75,10 @@ func (f watchFault) String() string {
 		return "an unmasked frame"
 	case faultControl:
 		return "a fragmented or oversized control frame"
-	case faultOpcode:
-		return "a reserved opcode"
+	case faultReserved:
+		return "a reserved opcode or RSV bit"
+	case faultFragment:
+		return "a fragment out of order"
 	default:
 		return "no fault"
 	}
@@ -94,7 +98,10 @@ func (w *frameWatch) watch() {
 	early := w.early
 	w.early = nil
 	if len(early) > 0 {
-		w.bad.Store(int32(w.scan(early)))
+		// The library reads these from the HTTP server's buffer, not
+		// through Read: a fault among them stops the read after them.
+		f, _ := w.scan(early)
+		w.bad.Store(int32(f))
 	}
 	w.on.Store(true)
 }
@@ -133,7 +140,10 @@ func (w *frameWatch) tooLarge() bool { return w.fault() == faultTooLarge }
 // fault is the violation that stopped the reads, faultNone while none has.
 func (w *frameWatch) fault() watchFault { return watchFault(w.bad.Load()) }
 
-// Read passes bytes through, parsing frame headers once watching.
+// Read passes bytes through, parsing frame headers once watching. The
+// bytes before a faulty header still reach the library, so the frames a
+// client sent before it are served however TCP cut the stream; the read
+// after them fails.
 func (w *frameWatch) Read(p []byte) (int, error) {
 	if f := w.fault(); f != faultNone {
 		return 0, f.err()
@@ -142,8 +152,11 @@ func (w *frameWatch) Read(p []byte) (int, error) {
 	if n > 0 && !w.on.Load() {
 		w.before(p[:n])
 	} else if n > 0 {
-		if f := w.scan(p[:n]); f != faultNone {
+		if f, at := w.scan(p[:n]); f != faultNone {
 			w.bad.Store(int32(f))
+			if at > 0 {
+				return at, nil
+			}
 			return 0, f.err()
 		}
 	}
@@ -152,21 +165,26 @@ func (w *frameWatch) Read(p []byte) (int, error) {
 
 // scan follows RFC 6455 frames through b and reports the first fault: a
 // data message's length (the sum of its fragments' announced lengths)
-// past the limit, or a header a client may not send.
-func (w *frameWatch) scan(b []byte) watchFault {
-	for len(b) > 0 {
+// past the limit, or a header a client may not send. at is where in b
+// the faulty header begins (0 when it began in an earlier b).
+func (w *frameWatch) scan(b []byte) (f watchFault, at int) {
+	start := 0 // where in b the header being read began
+	for i := 0; i < len(b); {
 		if w.skip > 0 {
-			k := min(int64(len(b)), w.skip)
+			k := min(int64(len(b)-i), w.skip)
 			w.skip -= k
-			b = b[k:]
+			i += int(k)
 			continue
 		}
-		w.hdr[w.hdrLen] = b[0]
+		if w.hdrLen == 0 {
+			start = i
+		}
+		w.hdr[w.hdrLen] = b[i]
 		w.hdrLen++
-		b = b[1:]
+		i++
 		if w.hdrLen == 2 {
-			if f := headerFault(w.hdr[0], w.hdr[1]); f != faultNone {
-				return f
+			if f := headerFault(w.hdr[0], w.hdr[1], w.frag); f != faultNone {
+				return f, start
 			}
 			w.hdrNeed = 2
 			switch w.hdr[1] & 0x7f {
@@ -175,9 +193,7 @@ func (w *frameWatch) scan(b []byte) watchFault {
 			case 127:
 				w.hdrNeed += 8
 			}
-			if w.hdr[1]&0x80 != 0 {
-				w.hdrNeed += 4 // the mask a client's frame carries
-			}
+			w.hdrNeed += 4 // the mask a client's frame carries
 		}
 		if w.hdrLen < 2 || w.hdrLen < w.hdrNeed {
 			continue
@@ -189,7 +205,7 @@ func (w *frameWatch) scan(b []byte) watchFault {
 		case 127:
 			u := binary.BigEndian.Uint64(w.hdr[2:])
 			if u > uint64(w.limit) {
-				return faultTooLarge
+				return faultTooLarge, start
 			}
 			length = int64(u)
 		default:
@@ -202,27 +218,34 @@ func (w *frameWatch) scan(b []byte) watchFault {
 			}
 			w.msgLen += length
 			if w.msgLen > w.limit {
-				return faultTooLarge
+				return faultTooLarge, start
 			}
-			if w.hdr[0]&0x80 != 0 { // FIN
+			fin := w.hdr[0]&0x80 != 0
+			if fin {
 				w.msgLen = 0
 			}
+			w.frag = !fin
 		}
 		w.skip = length
 	}
-	return faultNone
+	return faultNone, 0
 }
 
-// headerFault judges a client frame's first two header bytes.
-func headerFault(b0, b1 byte) watchFault {
+// headerFault judges a client frame's first two header bytes; frag says
+// a fragmented data message is open.
+func headerFault(b0, b1 byte, frag bool) watchFault {
 	opcode := b0 & 0x0f
 	switch {
 	case b1&0x80 == 0:
 		return faultUnmasked
+	case b0&0x70 != 0: // no extension is negotiated: compression is off
+		return faultReserved
 	case opcode >= 3 && opcode <= 7 || opcode >= 11:
-		return faultOpcode
+		return faultReserved
 	case opcode >= 8 && (b0&0x80 == 0 || b1&0x7f > 125):
 		return faultControl
+	case opcode == 0 && !frag, (opcode == 1 || opcode == 2) && frag:
+		return faultFragment
 	}
 	return faultNone
 }
