@@ -403,6 +403,58 @@ func TestHeldWSFragments(t *testing.T) {
 	stillServes(t, s, "ws_idlen")
 }
 
+// TestHeldWSFramesWithTheUpgrade: frames a client sends in the same write
+// as its upgrade request, which the HTTP server reads into its buffer
+// before the upgrade, are watched as the rest: a good one is answered,
+// even with "\r\n\r\n" among its masked bytes (which once made the watch
+// take a request's end in the middle of the frame), and a header
+// claiming 2^62 bytes or an unmasked frame closes with its status,
+// counted.
+func TestHeldWSFramesWithTheUpgrade(t *testing.T) {
+	s := startTransportEdge(t, "", tlistener{transport: "ws", envelope: "idlen"})
+	addr := s.Addr("ws_idlen")
+	body := []byte(`{"pad":"` + strings.Repeat("f", 990) + `"}`)
+	// Masked with wsFrame's {1, 2, 3, 4}, this request_id's bytes are
+	// "\r\n\r\n" on the wire.
+	crlf := idlenMessage(rEcho, 0x0c080e0e, body)
+	if !bytes.Contains(wsFrame(true, 2, crlf), []byte("\r\n\r\n")) {
+		t.Fatal("the frame does not hold \\r\\n\\r\\n")
+	}
+	for _, tc := range []struct {
+		name   string
+		after  []byte
+		answer []byte // the answer before any close
+		status int    // the close status, 0 for none
+		reason string
+	}{
+		{"a frame", wsFrame(true, 2, idlenMessage(rEcho, 7, body)), idlenMessage(rEcho, 7, body), 0, ""},
+		{`a frame holding "\r\n\r\n"`, wsFrame(true, 2, crlf), crlf, 0, ""},
+		{"a header claiming 2^62 bytes", append(binary.BigEndian.AppendUint64([]byte{0x82, 0xff}, 1<<62), 1, 2, 3, 4), nil, 1009, "too_large"},
+		{"an unmasked frame", []byte{0x82, 0x01, 0x00}, nil, 1002, "bad_type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n0 := s.ProtocolErrors(tc.reason)
+			code, w := dialRawWS(t, addr, upgradeRequest("/ws", ""), tc.after)
+			if code != http.StatusSwitchingProtocols {
+				t.Fatalf("upgrade: %d", code)
+			}
+			if tc.answer != nil {
+				if got := w.expect(t, 2); !bytes.Equal(got, tc.answer) {
+					t.Fatalf("answer %q", truncateBody(got))
+				}
+			}
+			if tc.status == 0 {
+				return
+			}
+			if got := w.expectClose(t); got != tc.status {
+				t.Fatalf("closed with status %d, want %d", got, tc.status)
+			}
+			wiretest.Eventually(t, tc.reason+" counted", func() bool { return s.ProtocolErrors(tc.reason) == n0+1 })
+		})
+	}
+	stillServes(t, s, "ws_idlen")
+}
+
 // TestHeldUpgradeRequests: on the upgrade path, request headers past the
 // server's 16 KiB are refused (431) before any session exists, and paths
 // that merely resemble the listener's are not upgraded (404). A request

@@ -178,7 +178,7 @@ func (g *Gateway) upgrade(l *listener, w http.ResponseWriter, r *http.Request) {
 	// The Origin check is ours (exact strings, SPEC §3): InsecureSkipVerify
 	// turns off the library's own same-host rule. No compression: frames
 	// are small and deflate state would cost memory per session.
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	ws, err := websocket.Accept(hijackWatch{w, raw}, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		g.log.Debug("WebSocket upgrade failed", "listener", l.cfg.Name, "remote", r.RemoteAddr, "error", err)
 		return // Accept wrote the response

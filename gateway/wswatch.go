@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/http"
+	"slices"
 	"sync/atomic"
 )
 
@@ -15,11 +18,11 @@ import (
 // WebSocket library would only see the limit once that many bytes had
 // trickled in. It stops it too at a header RFC 6455 forbids a client
 // (unmasked, a control frame fragmented or over 125 bytes, a reserved
-// opcode or RSV bit, a fragment out of order), so that the gateway closes with 1002 and counts the protocol
-// error, where the library's own error would be one the gateway cannot
-// tell from a socket's. It only reads what passes through; it buffers
-// nothing but the few bytes the HTTP server read past the upgrade
-// request (early).
+// opcode or RSV bit, a fragment out of order), so that the gateway
+// closes with 1002 and counts the protocol error, where the library's
+// own error would be one the gateway cannot tell from a socket's. It
+// only reads what passes through; it holds nothing but, until watch,
+// the bytes the HTTP server read past the upgrade request (early).
 type frameWatch struct {
 	net.Conn
 	limit int64
@@ -32,12 +35,10 @@ type frameWatch struct {
 	// sends its first frame at once may land more in the server's buffer.
 	// The WebSocket library gets those bytes from that buffer, not
 	// through Read, so watching would begin in the middle of a frame.
-	// early holds what came after the end of the last request header;
-	// watch scans it first. It stays nil for a client that waits for the
+	// early holds them, from the hijack (hijackWatch) to watch, which
+	// scans them first. It stays nil for a client that waits for the
 	// upgrade's answer.
-	early     []byte
-	headerEnd bool // a request header has ended: bytes go to early
-	crlf      int  // how much of "\r\n\r\n" the bytes so far end with
+	early []byte
 
 	// The parse, touched by the reading goroutine only.
 	hdr     [14]byte
@@ -92,8 +93,9 @@ func (f watchFault) err() error {
 }
 
 // watch starts reading frame headers, from the first byte after the
-// upgrade request. No read is in progress when it is called: the upgrade
-// has just been answered and the connection not yet served.
+// upgrade request: early, then what Read passes. No read is in progress
+// when it is called: the upgrade has just been answered and the
+// connection not yet served.
 func (w *frameWatch) watch() {
 	early := w.early
 	w.early = nil
@@ -106,32 +108,25 @@ func (w *frameWatch) watch() {
 	w.on.Store(true)
 }
 
-// maxEarly bounds early: the HTTP server's read buffer (4 KiB) and its
-// background byte; it cannot have read further.
-const maxEarly = 4<<10 + 1
+// hijackWatch is the ResponseWriter the WebSocket library upgrades
+// through. Its Hijack hands the watch the bytes the HTTP server had read
+// past the upgrade request, its buffer's, which the library parses
+// first: the watch's early bytes, exactly.
+type hijackWatch struct {
+	http.ResponseWriter
+	w *frameWatch
+}
 
-// before follows the bytes read before the upgrade and keeps those after
-// the last end of a request header ("\r\n\r\n") in early.
-func (w *frameWatch) before(b []byte) {
-	for _, c := range b {
-		switch {
-		case c == '\r' && w.crlf == 2:
-			w.crlf = 3
-		case c == '\r':
-			w.crlf = 1
-		case c == '\n' && (w.crlf == 1 || w.crlf == 3):
-			w.crlf++
-		default:
-			w.crlf = 0
-		}
-		if w.crlf == 4 {
-			w.crlf, w.headerEnd, w.early = 0, true, w.early[:0]
-			continue
-		}
-		if w.headerEnd && len(w.early) < maxEarly {
-			w.early = append(w.early, c)
+// Hijack takes the connection from the HTTP server, as the library asks.
+func (h hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err == nil {
+		if n := brw.Reader.Buffered(); n > 0 {
+			b, _ := brw.Reader.Peek(n)
+			h.w.early = slices.Clone(b)
 		}
 	}
+	return c, brw, err
 }
 
 // tooLarge reports whether a message announced more than the limit.
@@ -149,9 +144,7 @@ func (w *frameWatch) Read(p []byte) (int, error) {
 		return 0, f.err()
 	}
 	n, err := w.Conn.Read(p)
-	if n > 0 && !w.on.Load() {
-		w.before(p[:n])
-	} else if n > 0 {
+	if n > 0 && w.on.Load() {
 		if f, at := w.scan(p[:n]); f != faultNone {
 			w.bad.Store(int32(f))
 			if at > 0 {
