@@ -40,7 +40,9 @@ if [ "${PIN:-0}" = 1 ]; then
 fi
 tmp=$(mktemp -d)
 pids=""
-trap 'kill $pids 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+# Under set -e a failing command ends a trap too: kill fails for the
+# servers stop already ended, and the temp dir must still go.
+trap 'kill $pids 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT INT TERM
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 echo_addr=127.0.0.1:$(port)
 $srv "$after" bench -serve-echo "$echo_addr" >/dev/null &
