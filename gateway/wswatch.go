@@ -129,9 +129,6 @@ func (h hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c, brw, err
 }
 
-// tooLarge reports whether a message announced more than the limit.
-func (w *frameWatch) tooLarge() bool { return w.fault() == faultTooLarge }
-
 // fault is the violation that stopped the reads, faultNone while none has.
 func (w *frameWatch) fault() watchFault { return watchFault(w.bad.Load()) }
 
