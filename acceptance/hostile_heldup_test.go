@@ -458,10 +458,11 @@ func TestHeldWSFramesWithTheUpgrade(t *testing.T) {
 // TestHeldUpgradeRequests: on the upgrade path, request headers past the
 // server's 16 KiB are refused (431) before any session exists, and paths
 // that merely resemble the listener's are not upgraded (404). A request
-// that smuggles bytes (a body by Content-Length or chunked, both at once,
-// a second request after the upgrade) never gets them read as a client
-// frame: the connection is upgraded or not, and ends within its
-// handshake_timeout or idle_timeout. The gateway serves on.
+// that smuggles bytes never gets them read as a client frame: one with a
+// body (by Content-Length or chunked, or both at once) is refused (400),
+// a second request after the upgrade is no frame of the session, and the
+// connection ends within its handshake_timeout or idle_timeout. The
+// gateway serves on.
 func TestHeldUpgradeRequests(t *testing.T) {
 	s := startTransportEdge(t, "  idle_timeout: 1s", tlistener{transport: "ws", envelope: "idlen", extra: "handshake_timeout: 300ms"})
 	addr := s.Addr("ws_idlen")
@@ -485,11 +486,12 @@ func TestHeldUpgradeRequests(t *testing.T) {
 	for _, tc := range []struct {
 		name, request string
 		after         []byte
+		status        string // the answer's status line begins so, if it is known
 	}{
-		{"a frame as the body", upgradeRequest("/ws", fmt.Sprintf("Content-Length: %d\r\n", len(frame))), frame},
-		{"a chunked body", upgradeRequest("/ws", "Transfer-Encoding: chunked\r\n"), []byte(fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(frame), frame))},
-		{"both lengths", upgradeRequest("/ws", fmt.Sprintf("Content-Length: %d\r\nTransfer-Encoding: chunked\r\n", len(frame))), frame},
-		{"a second request", upgradeRequest("/ws", ""), []byte("GET /ws HTTP/1.1\r\nHost: x\r\n\r\n")},
+		{"a frame as the body", upgradeRequest("/ws", fmt.Sprintf("Content-Length: %d\r\n", len(frame))), frame, "HTTP/1.1 400"},
+		{"a chunked body", upgradeRequest("/ws", "Transfer-Encoding: chunked\r\n"), []byte(fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(frame), frame)), "HTTP/1.1 400"},
+		{"both lengths", upgradeRequest("/ws", fmt.Sprintf("Content-Length: %d\r\nTransfer-Encoding: chunked\r\n", len(frame))), frame, "HTTP/1.1 400"},
+		{"a second request", upgradeRequest("/ws", ""), []byte("GET /ws HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP/1.1 101"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc, err := net.DialTimeout("tcp", addr, patience)
@@ -505,6 +507,9 @@ func TestHeldUpgradeRequests(t *testing.T) {
 			}
 			if bytes.Contains(got, []byte("smuggled")) {
 				t.Fatalf("the smuggled frame was answered: %q", got)
+			}
+			if !bytes.HasPrefix(got, []byte(tc.status)) {
+				t.Fatalf("answered %q, want %q", truncateBody(got), tc.status)
 			}
 		})
 	}

@@ -151,6 +151,13 @@ func (g *Gateway) upgrade(l *listener, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a WebSocket upgrade is required here", http.StatusUpgradeRequired)
 		return
 	}
+	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		// An upgrade is a GET without a body (RFC 6455 §4.1). Refused
+		// before the upgrade, the server never reads one inside the
+		// handler, and no byte of it can be taken for a frame.
+		http.Error(w, "an upgrade request has no body", http.StatusBadRequest)
+		return
+	}
 	if !originAllowed(l.cfg.AllowedOrigins, r.Header) {
 		g.log.Debug("WebSocket upgrade refused: origin not allowed", "listener", l.cfg.Name,
 			"remote", r.RemoteAddr, "origin", truncate(r.Header.Get("Origin"), 64))
