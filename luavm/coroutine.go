@@ -129,10 +129,21 @@ func (vm *VM) installCoroutines() {
 		// that is waiting for a coroutine it resumed (status "normal", in
 		// Lua 5.1 an error): resuming such a thread re-enters its Go
 		// frames and ends in a nil dereference that takes the VM down.
-		if th, ok := L.Get(1).(*lua.LState); ok && refuseNormal && th != L && isAncestor(L, th) {
-			L.Push(lua.LFalse)
-			L.Push(lua.LString("cannot resume non-suspended coroutine"))
-			return 2
+		if th, ok := L.Get(1).(*lua.LState); ok {
+			if refuseNormal && th != L && isAncestor(L, th) {
+				L.Push(lua.LFalse)
+				L.Push(lua.LString("cannot resume non-suspended coroutine"))
+				return 2
+			}
+			// A suspended message's coroutine (a script kept
+			// coroutine.running()) waits for its own reply or timer: only
+			// the VM resumes it, or the message would go on inside another
+			// one and find nothing to give its reply to.
+			if _, msg := vm.suspendedCo[th]; msg {
+				L.Push(lua.LFalse)
+				L.Push(lua.LString("cannot resume a message's coroutine"))
+				return 2
+			}
 		}
 		vm.nesting++
 		defer func() { vm.nesting-- }()

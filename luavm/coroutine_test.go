@@ -116,18 +116,33 @@ func TestGoFunctionTasks(t *testing.T) {
 	awaitCases(t, w, cases)
 }
 
-// TestHijackedMessageCoroutine checks a message whose coroutine another
-// message resumed (the script kept coroutine.running()): when its own
-// reply comes, the coroutine is no longer waiting for it, and the message
-// fails instead of resuming a finished coroutine, which cost the VM.
+// TestHijackedMessageCoroutine checks that a message's coroutine, kept by
+// a script (coroutine.running()) while the message waits, cannot be
+// resumed by anything but the VM: a timer's callback or another message
+// is refused and the message goes on with its own reply, and once the
+// message has ended waiting (its budget ran out) the coroutine is dead,
+// so the rest of the handler never runs inside another message.
 func TestHijackedMessageCoroutine(t *testing.T) {
 	cases := []luaCase{
-		{name: "finished by a timer's callback", body: `local me = coroutine.running()
-			shield.timeout(1, function() coroutine.resume(me, "hijacked") end)
+		{name: "a timer's callback is refused", body: `local me = coroutine.running()
+			local got
+			shield.timeout(1, function() got = { coroutine.resume(me, "hijacked") } end)
 			shield.sleep(50)
-			return "slept"`, want: "client_rpc.handler_failed", msg: "resumed by another message"},
+			return got`, want: `[false,"cannot resume a message's coroutine"]`},
 	}
-	awaitCases(t, startCases(t, "", "", cases), cases)
+	prelude := `function M.ping() return "pong" end
+function M.keep() M.kept = coroutine.running() return coroutine.yield() end
+function M.poke() return { coroutine.resume(M.kept, "hijacked") } end`
+	a, aScript := caseActor("a", "handler_timeout: 500ms", prelude, cases)
+	a += "      - {id: 100, binding: ping}\n      - {id: 101, binding: keep}\n      - {id: 102, binding: poke}\n"
+	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
+	awaitCases(t, w, cases)
+	t.Run("another message is refused, and after the budget the coroutine is dead", func(t *testing.T) {
+		kept := w.Send(t, "a", 101, "{}")
+		luatest.Expect(t, w.Ask(t, "a", 102, "{}"), `[false,"cannot resume a message's coroutine"]`, "")
+		luatest.Expect(t, w.AwaitFor(t, kept, 3*time.Second), "client_rpc.timeout", "")
+		luatest.Expect(t, w.Ask(t, "a", 102, "{}"), `[false,"can not resume a dead thread"]`, "")
+	})
 }
 
 // startCases starts a world with service a: the cases as its routes 1..n,

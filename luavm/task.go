@@ -214,10 +214,10 @@ func (vm *VM) resume(t *task, args ...lua.LValue) {
 		return
 	}
 	if st := vm.l.Status(t.co); st != "suspended" {
-		// Another message resumed this one's coroutine (a script kept
-		// coroutine.running() and resumed it), which finished or failed
-		// there: there is nothing left to give the reply to.
-		vm.finish(t, nil, codes.New(codes.HandlerFailed, "%s: its coroutine was resumed by another message and is %s", t.label(), st))
+		// Only the VM resumes a suspended message's coroutine (coroutine.go
+		// refuses a script's resume of it); should anything else have
+		// run it on, there is nothing left to give the reply to.
+		vm.finish(t, nil, codes.New(codes.HandlerFailed, "%s: its coroutine was resumed elsewhere and is %s", t.label(), st))
 		return
 	}
 	vm.run(t, nil, args...)
@@ -279,6 +279,7 @@ func (vm *VM) run(t *task, fn *lua.LFunction, args ...lua.LValue) {
 		// that never suspends costs no map entry.
 		if t.budget == nil {
 			vm.tasks[t.id] = t
+			vm.suspendedCo[t.co] = t
 			t.budget = vm.timers.push(t.deadline, timerBudget, t.id)
 		}
 	default:
@@ -332,6 +333,16 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 	}
 	t.done = true
 	delete(vm.tasks, t.id)
+	if t.budget != nil { // it suspended: its coroutine is in suspendedCo
+		delete(vm.suspendedCo, t.co)
+		// A message that ends while suspended (its budget ran out, its VM
+		// stops) leaves its coroutine where it yielded, never pooled: dead
+		// to Lua, so that a script that kept coroutine.running() cannot
+		// run the rest of the handler inside another message.
+		if vm.l.Status(t.co) == "suspended" {
+			t.co.Dead = true
+		}
+	}
 	vm.timers.remove(t.budget)
 	if p, ok := vm.pending[t.waiting]; ok && t.waiting != 0 {
 		delete(vm.pending, t.waiting) // a late result will find nothing

@@ -113,6 +113,7 @@ type VM struct {
 	callGo                  *lua.LFunction // the prelude's trampoline for a Go function's task
 	pool                    []*lua.LState  // finished message coroutines, for ResumePooled
 	tasks                   map[uint64]*task
+	suspendedCo             map[*lua.LState]*task // the coroutines of vm.tasks, which coroutine.resume refuses
 	pending                 map[uint64]*pending
 	timers                  timerHeap
 	stale                   staleSessions // sessions closed or rebound away from this VM, see stale.go
@@ -174,7 +175,7 @@ func New(spec Spec) (*VM, error) {
 	}
 	log = log.With("service", spec.Service, "instance", spec.Instance)
 	vm := &VM{service: spec.Service, instance: spec.Instance, log: log, spec: spec, gen: generations.Add(1),
-		intr: newInterrupt(), tasks: map[uint64]*task{}, pending: map[uint64]*pending{}}
+		intr: newInterrupt(), tasks: map[uint64]*task{}, suspendedCo: map[*lua.LState]*task{}, pending: map[uint64]*pending{}}
 	vm.l = newSandbox(filepath.Dir(spec.Script), log, vm.loadFile)
 	vm.opCtx, vm.opStop = context.WithCancel(context.Background())
 	if err := vm.setup(); err != nil {
