@@ -135,10 +135,11 @@ func (vm *VM) installCoroutines() {
 				L.Push(lua.LString("cannot resume non-suspended coroutine"))
 				return 2
 			}
-			// A suspended message's coroutine (a script kept
-			// coroutine.running()) waits for its own reply or timer: only
-			// the VM resumes it, or the message would go on inside another
-			// one and find nothing to give its reply to.
+			// A coroutine a suspended message waits in (a script kept
+			// coroutine.running(), in the handler or in a pcall) waits for
+			// the message's reply or timer: only the VM resumes it, or the
+			// message would go on inside another one and find nothing to
+			// give its reply to.
 			if _, msg := vm.suspendedCo[th]; msg {
 				L.Push(lua.LFalse)
 				L.Push(lua.LString("cannot resume a message's coroutine"))
@@ -147,7 +148,16 @@ func (vm *VM) installCoroutines() {
 		}
 		vm.nesting++
 		defer func() { vm.nesting-- }()
-		return resume(L)
+		n := resume(L)
+		// th passed a suspension up (it yielded WAIT, which every resume
+		// in the prelude hands on to the message's coroutine): the task
+		// now waits in it too.
+		if n >= 2 && vm.current != nil && L.Get(-n) == lua.LTrue && L.Get(-n+1) == vm.wait {
+			if th, ok := L.Get(1).(*lua.LState); ok && vm.l.Status(th) == "suspended" {
+				vm.suspend(vm.current, th)
+			}
+		}
+		return n
 	}))
 	// gopher-lua's status says "normal" only for the running thread's
 	// direct resumer; Lua's says it for every thread up the chain.

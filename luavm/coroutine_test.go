@@ -130,19 +130,30 @@ func TestHijackedMessageCoroutine(t *testing.T) {
 			shield.sleep(50)
 			return got`, want: `[false,"cannot resume a message's coroutine"]`},
 	}
+	// keep waits in its handler's coroutine (a bare yield), in a pcall's
+	// or in a coroutine of its own (each around a sleep past its budget);
+	// poke resumes the one it kept.
 	prelude := `function M.ping() return "pong" end
 function M.keep() M.kept = coroutine.running() return coroutine.yield() end
+function M.keeppcall() return pcall(function() M.kept = coroutine.running() shield.sleep(5000) end) end
+function M.keepwrap() return coroutine.wrap(function() M.kept = coroutine.running() shield.sleep(5000) end)() end
 function M.poke() return { coroutine.resume(M.kept, "hijacked") } end`
 	a, aScript := caseActor("a", "handler_timeout: 500ms", prelude, cases)
-	a += "      - {id: 100, binding: ping}\n      - {id: 101, binding: keep}\n      - {id: 102, binding: poke}\n"
+	a += "      - {id: 100, binding: ping}\n      - {id: 101, binding: keep}\n      - {id: 102, binding: poke}\n" +
+		"      - {id: 103, binding: keeppcall}\n      - {id: 104, binding: keepwrap}\n"
 	w := startWorld(t, map[string]string{"actors.yaml": luatest.ConfigYAML("", a), "a.lua": aScript})
 	awaitCases(t, w, cases)
-	t.Run("another message is refused, and after the budget the coroutine is dead", func(t *testing.T) {
-		kept := w.Send(t, "a", 101, "{}")
-		luatest.Expect(t, w.Ask(t, "a", 102, "{}"), `[false,"cannot resume a message's coroutine"]`, "")
-		luatest.Expect(t, w.AwaitFor(t, kept, 3*time.Second), "client_rpc.timeout", "")
-		luatest.Expect(t, w.Ask(t, "a", 102, "{}"), `[false,"can not resume a dead thread"]`, "")
-	})
+	for _, tc := range []struct {
+		name  string
+		route uint32
+	}{{"the handler's coroutine", 101}, {"a pcall's", 103}, {"a coroutine of its own", 104}} {
+		t.Run(tc.name+": another message is refused, and after the budget it is dead", func(t *testing.T) {
+			kept := w.Send(t, "a", tc.route, "{}")
+			luatest.Expect(t, w.Ask(t, "a", 102, "{}"), `[false,"cannot resume a message's coroutine"]`, "")
+			luatest.Expect(t, w.AwaitFor(t, kept, 3*time.Second), "client_rpc.timeout", "")
+			luatest.Expect(t, w.Ask(t, "a", 102, "{}"), `[false,"can not resume a dead thread"]`, "")
+		})
+	}
 }
 
 // startCases starts a world with service a: the cases as its routes 1..n,

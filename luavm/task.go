@@ -28,6 +28,10 @@ type task struct {
 	waiting  uint64      // the pending op it is suspended on; 0 when running or stuck
 	budget   *timerEntry // its deadline in the timer heap, once it suspended
 	done     bool
+	// chain is, while the task is suspended, every coroutine it waits
+	// in: its own and those of pcalls and script coroutines that passed
+	// the suspension up (vm.suspendedCo). Rebuilt at each suspension.
+	chain []*lua.LState
 
 	in      *ingress.ClientIngress // a client request or notify
 	handler *handler               // in's, once found
@@ -113,6 +117,29 @@ func (vm *VM) getThread() *lua.LState {
 	// ResumePooled keeps this hook (Resume would replace it on every start).
 	th.Panic = vm.panicHook
 	return th
+}
+
+// suspend records th as a coroutine t waits in: coroutine.resume refuses
+// it until t runs again.
+func (vm *VM) suspend(t *task, th *lua.LState) {
+	vm.suspendedCo[th] = t
+	t.chain = append(t.chain, th)
+}
+
+// release forgets the coroutines t waited in.
+func (vm *VM) release(t *task) {
+	for i, th := range t.chain {
+		delete(vm.suspendedCo, th)
+		t.chain[i] = nil
+	}
+	t.chain = t.chain[:0]
+}
+
+// kill makes a suspended coroutine of a finished task dead to Lua.
+func (vm *VM) kill(th *lua.LState) {
+	if vm.l.Status(th) == "suspended" {
+		th.Dead = true
+	}
 }
 
 func (vm *VM) putThread(th *lua.LState) {
@@ -231,6 +258,9 @@ func (vm *VM) run(t *task, fn *lua.LFunction, args ...lua.LValue) {
 		vm.finish(t, nil, vm.crashErr())
 		return
 	}
+	// While it runs, the coroutines it waited in are its own to resume
+	// again; those it waits in next are recorded as it suspends.
+	vm.release(t)
 	vm.current, vm.raised, vm.trace, vm.nesting = t, false, "", 0
 	t.waiting = 0
 	vm.setCtx(t.ctxline)
@@ -279,9 +309,9 @@ func (vm *VM) run(t *task, fn *lua.LFunction, args ...lua.LValue) {
 		// that never suspends costs no map entry.
 		if t.budget == nil {
 			vm.tasks[t.id] = t
-			vm.suspendedCo[t.co] = t
 			t.budget = vm.timers.push(t.deadline, timerBudget, t.id)
 		}
+		vm.suspend(t, t.co)
 	default:
 		// The function returned: the coroutine is dead to Lua, and starts
 		// the next message's function (ResumePooled).
@@ -333,15 +363,17 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 	}
 	t.done = true
 	delete(vm.tasks, t.id)
-	if t.budget != nil { // it suspended: its coroutine is in suspendedCo
-		delete(vm.suspendedCo, t.co)
-		// A message that ends while suspended (its budget ran out, its VM
-		// stops) leaves its coroutine where it yielded, never pooled: dead
-		// to Lua, so that a script that kept coroutine.running() cannot
-		// run the rest of the handler inside another message.
-		if vm.l.Status(t.co) == "suspended" {
-			t.co.Dead = true
+	// A message that ends while suspended (its budget ran out, its VM
+	// stops, an interrupt came as it yielded) leaves its coroutines where
+	// they yielded, never pooled: dead to Lua, so that a script that kept
+	// coroutine.running() cannot run the rest of the handler inside
+	// another message.
+	if t.co != nil {
+		for _, th := range t.chain {
+			vm.kill(th)
 		}
+		vm.kill(t.co)
+		vm.release(t)
 	}
 	vm.timers.remove(t.budget)
 	if p, ok := vm.pending[t.waiting]; ok && t.waiting != 0 {

@@ -113,7 +113,7 @@ type VM struct {
 	callGo                  *lua.LFunction // the prelude's trampoline for a Go function's task
 	pool                    []*lua.LState  // finished message coroutines, for ResumePooled
 	tasks                   map[uint64]*task
-	suspendedCo             map[*lua.LState]*task // the coroutines of vm.tasks, which coroutine.resume refuses
+	suspendedCo             map[*lua.LState]*task // the coroutines suspended tasks wait in (task.chain), which coroutine.resume refuses
 	pending                 map[uint64]*pending
 	timers                  timerHeap
 	stale                   staleSessions // sessions closed or rebound away from this VM, see stale.go
