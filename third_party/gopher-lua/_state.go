@@ -1053,6 +1053,9 @@ func (ls *LState) callR(nargs, nret, rbase int) {
 		Parent:     ls.currentFrame,
 		TailCall:   0,
 	}, lv, meta)
+	// Shield patch 11: a yield inside this call would return into Go
+	// frames that are still running (see callGFunction); count it.
+	ls.nCcalls++
 	if ls.G.MainThread == nil {
 		ls.G.MainThread = ls
 		ls.G.CurrentThread = ls
@@ -1060,6 +1063,7 @@ func (ls *LState) callR(nargs, nret, rbase int) {
 	} else {
 		ls.mainLoop(ls, ls.currentFrame)
 	}
+	ls.nCcalls--
 	if nret != MultRet {
 		ls.reg.SetTop(rbase + nret)
 	}
@@ -1826,6 +1830,7 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 	sp := ls.stack.Sp()
 	base := ls.reg.Top() - nargs - 1
 	oldpanic := ls.Panic
+	ncalls := ls.nCcalls // Shield patch 11: an error unwinds the calls it ran
 	ls.Panic = panicWithoutTraceback
 	if errfunc != nil {
 		ls.hasErrorFunc = true
@@ -1833,6 +1838,7 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 	defer func() {
 		ls.Panic = oldpanic
 		ls.hasErrorFunc = false
+		ls.nCcalls = ncalls
 		rcv := recover()
 		if rcv != nil {
 			if _, ok := rcv.(*ApiError); !ok {

@@ -1,6 +1,9 @@
 package lua
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Shield patch 6: ResumeInto returns the values in the caller's slice.
 func TestShieldResumeInto(t *testing.T) {
@@ -180,5 +183,63 @@ func TestShieldResumePooledAllocs(t *testing.T) {
 	})
 	if n != 0 {
 		t.Fatalf("%v allocations per run, want 0", n)
+	}
+}
+
+// Shield patch 11: a yield inside Lua that a Go function called (a sort
+// comparator, a gsub callback, a metamethod, the native pcall) raises
+// Lua 5.1's error instead of returning into the Go function's call; a
+// coroutine resumed from inside such a call still yields to it; and the
+// count of Go calls survives errors that unwind them.
+func TestShieldYieldAcrossGoCall(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	const across = "attempt to yield across metamethod/C-call boundary"
+	if err := L.DoString(`
+		function sorted() table.sort({3, 1, 2}, function(a, b) coroutine.yield() return a < b end) return "no" end
+		function gsubbed() return (string.gsub("ab", ".", function(c) coroutine.yield() return c end)) end
+		function indexed() local t = setmetatable({}, {__index = function() coroutine.yield() end}) return t.x end
+		function pcalled() local ok, err = pcall(coroutine.yield, 1) return ok, err end
+		function inner() -- a coroutine resumed inside a comparator yields to it
+			local n = 0
+			table.sort({3, 1, 2}, function(a, b)
+				local co = coroutine.create(function() coroutine.yield(1) end)
+				local _, v = coroutine.resume(co)
+				n = n + v
+				return a < b
+			end)
+			return n > 0
+		end
+		function after() -- after a caught error inside a Go call, a plain yield works
+			pcall(table.sort, {2, 1}, function() error("x") end)
+			pcall(table.sort, {2, 1}, function() coroutine.yield() end)
+			return coroutine.yield("plain")
+		end
+	`); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, args ...LValue) (ResumeState, error, []LValue) {
+		th, _ := L.NewThread()
+		return L.Resume(th, L.GetGlobal(name).(*LFunction), args...)
+	}
+	for _, name := range []string{"sorted", "gsubbed", "indexed"} {
+		st, err, _ := run(name)
+		if st != ResumeError || err == nil || !strings.Contains(err.Error(), across) {
+			t.Fatalf("%s: %v %v, want the error %q", name, st, err, across)
+		}
+	}
+	if st, err, vals := run("pcalled"); st != ResumeOK || err != nil || len(vals) != 2 || vals[0] != LFalse || !strings.Contains(vals[1].String(), across) {
+		t.Fatalf("pcalled: %v %v %v", st, err, vals)
+	}
+	if st, err, vals := run("inner"); st != ResumeOK || err != nil || len(vals) != 1 || vals[0] != LTrue {
+		t.Fatalf("inner: %v %v %v", st, err, vals)
+	}
+	th, _ := L.NewThread()
+	fn := L.GetGlobal("after").(*LFunction)
+	if st, err, vals := L.Resume(th, fn); st != ResumeYield || err != nil || len(vals) != 1 || vals[0] != LString("plain") {
+		t.Fatalf("after: %v %v %v", st, err, vals)
+	}
+	if th.nCcalls != 0 {
+		t.Fatalf("after: %d Go calls counted on a suspended thread", th.nCcalls)
 	}
 }

@@ -216,6 +216,7 @@ type LState struct {
 	ctx          context.Context
 	ctxCancelFn  context.CancelFunc
 	pooledDone   bool // Shield patch 9: its last function, started by ResumePooled, returned
+	nCcalls      int  // Shield patch 11: Go calls into Lua (callR) under way on this thread
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }

@@ -222,6 +222,13 @@ func callGFunction(L *LState, tailcall bool) bool {
 	}
 
 	if gfnret < 0 {
+		if L.nCcalls > 0 {
+			// Shield patch 11: the yield would return into the Go
+			// function that called this Lua code (a metamethod, a
+			// table.sort comparator, a gsub callback, a native pcall),
+			// which is still running: Lua 5.1 refuses it so.
+			L.RaiseError("attempt to yield across metamethod/C-call boundary")
+		}
 		switchToParentThread(L, L.GetTop(), false, false)
 		return true
 	}
