@@ -156,6 +156,41 @@ function M.poke() return { coroutine.resume(M.kept, "hijacked") } end`
 	}
 }
 
+// TestYieldAcrossGoCall checks a suspending shield function called where
+// the yield would return into a Go function still running (a table.sort
+// comparator, a gsub callback, an __index metamethod): an error, as in
+// Lua 5.1 (gopher-lua patch 11), not a VM that hangs or crashes; a pcall
+// catches it, and the op registered before the yield never resumes the
+// message later.
+func TestYieldAcrossGoCall(t *testing.T) {
+	const across = "attempt to yield across metamethod/C-call boundary"
+	cases := []luaCase{
+		// A handler's error reaches the client as an incident (SPEC §6);
+		// the log has the message, checked below.
+		{name: "a sort comparator", body: `table.sort({3, 1, 2}, function(a, b) shield.sleep(1) return a < b end)`,
+			want: "client_rpc.handler_failed", msg: "internal error"},
+		{name: "a gsub callback", body: `return (string.gsub("ab", ".", function(c) shield.sleep(1) return c end))`,
+			want: "client_rpc.handler_failed", msg: "internal error"},
+		{name: "an __index metamethod", body: `local t = setmetatable({}, {__index = function() return shield.call("a", "pong") end})
+			return t.x`, want: "client_rpc.handler_failed", msg: "internal error"},
+		{name: "caught by a pcall, and the call's reply is not taken for the sleep's", body: `local ok, err = pcall(table.sort, {3, 1, 2}, function(a, b) shield.call("a", "pong") return a < b end)
+			local n = select("#", shield.sleep(50))
+			return { ok, (string.find(err, "` + across + `", 1, true)) ~= nil, n }`,
+			want: `[false,true,0]`},
+	}
+	w := startCases(t, `function M.pong() return "pong" end`, "", cases)
+	awaitCases(t, w, cases)
+	n := 0
+	for _, r := range w.Logs.Records("handler failed") {
+		if e, _ := r["error"].(string); strings.Contains(e, across) {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d handler failures logged with %q, want 3", n, across)
+	}
+}
+
 // startCases starts a world with service a: the cases as its routes 1..n,
 // ping on route 100, the Lua prelude and the YAML routes given.
 func startCases(t *testing.T, prelude, routes string, cases []luaCase) *luatest.World {

@@ -40,6 +40,12 @@ type task struct {
 	onDone  func(vals []lua.LValue, err *codes.Error)
 }
 
+// awaits reports whether the task is still suspended on the pending op
+// id. A task moves on without its op's result only when the yield after
+// registering the op failed (a yield across a Go call, gopher-lua patch
+// 11) and a pcall caught the error: that op's result is stale then.
+func (t *task) awaits(id uint64) bool { return !t.done && t.waiting == id }
+
 // label names the task in logs and messages. It is built only when one is
 // written: formatting it for every message would cost more than the run.
 func (t *task) label() string {

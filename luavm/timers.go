@@ -97,7 +97,7 @@ func (vm *VM) Tick(now time.Time) {
 		case timerSleep:
 			if p, ok := vm.pending[e.id]; ok {
 				delete(vm.pending, e.id)
-				if !p.task.done {
+				if p.task.awaits(e.id) {
 					vm.resume(p.task, lua.LTrue)
 				}
 			}
@@ -136,7 +136,7 @@ func (vm *VM) HandleResult(r *Result) {
 	delete(vm.pending, r.ID)
 	if p.kind == pendOp {
 		p.cancel()
-		if !p.task.done && r.op != nil {
+		if p.task.awaits(r.ID) && r.op != nil {
 			vm.resume(p.task, r.op(vm)...)
 		}
 		return
@@ -146,7 +146,7 @@ func (vm *VM) HandleResult(r *Result) {
 		// stale (SPEC §4): only this VM could have rebound the session.
 		vm.stale.mark(p.ref.SessionID, p.ref.Epoch, false, time.Now(), vm.spec.HandlerTimeout)
 	}
-	if p.task.done {
+	if !p.task.awaits(r.ID) {
 		return
 	}
 	if r.Err != nil {
