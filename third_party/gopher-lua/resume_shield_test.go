@@ -243,3 +243,22 @@ func TestShieldYieldAcrossGoCall(t *testing.T) {
 		t.Fatalf("after: %d Go calls counted on a suspended thread", th.nCcalls)
 	}
 }
+
+// Shield patch 11: an error in xpcall's handler unwinds the handler's Go
+// call too, and a pooled coroutine starts each function with no Go call
+// counted, so a later yield on the thread still works.
+func TestShieldYieldAfterXpcallHandlerError(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	if err := L.DoString(`function f() xpcall(error, function() error("b") end) return coroutine.yield("ok") end`); err != nil {
+		t.Fatal(err)
+	}
+	th, _ := L.NewThread()
+	st, err, vals := L.Resume(th, L.GetGlobal("f").(*LFunction))
+	if st != ResumeYield || err != nil || len(vals) != 1 || vals[0] != LString("ok") {
+		t.Fatalf("xpcall with a failing handler, then a yield: %v %v %v", st, err, vals)
+	}
+	if !th.CanYield() {
+		t.Fatalf("%d Go calls left counted", th.nCcalls)
+	}
+}

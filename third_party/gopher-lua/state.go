@@ -2070,6 +2070,7 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 				ls.Panic = panicWithoutTraceback
 				defer func() {
 					ls.Panic = oldpanic
+					ls.nCcalls = ncalls // Shield patch 11: the handler's error unwinds its call
 					rcv := recover()
 					if rcv != nil {
 						if _, ok := rcv.(*ApiError); !ok {
@@ -2243,6 +2244,7 @@ func (ls *LState) resumeInto(rets []LValue, th *LState, fn *LFunction, pooled bo
 	th.Parent = ls
 	ls.G.CurrentThread = th
 	if !isstarted {
+		th.nCcalls = 0 // Shield patch 11: no Go frame is under a fresh start
 		cf := th.stack.Last()
 		th.currentFrame = cf
 		th.SetTop(0)
@@ -2289,6 +2291,11 @@ func (ls *LState) Yield(values ...LValue) int {
 	}
 	return -1
 }
+
+// CanYield reports whether a Go function running on ls may yield: no Go
+// call into Lua is under way on ls (Shield patch 11). A function that
+// yields only after starting work (sending a request) checks it first.
+func (ls *LState) CanYield() bool { return ls.nCcalls == 0 }
 
 func (ls *LState) XMoveTo(other *LState, n int) {
 	if ls == other {
