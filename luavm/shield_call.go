@@ -51,11 +51,19 @@ func (vm *VM) callArgs(L *lua.LState, from int) [][]byte {
 }
 
 // running returns the task being resumed, or raises: the suspending
-// functions only make sense inside a handler.
+// functions only make sense inside a handler, and only where a yield can
+// reach the message's coroutine. Raised before anything is registered or
+// sent, so a call the script sees fail has no effect elsewhere.
 func (vm *VM) running(L *lua.LState, name string) *task {
 	if vm.current == nil || vm.host == nil {
 		L.RaiseError("%s can only be used while handling a message%s: the script's top level runs at load, before any message; do this in init",
 			name, scriptLine(L))
+	}
+	if !L.CanYield() {
+		// Inside Lua that a Go function called (a sort comparator, a
+		// gsub callback, a metamethod, a for iterator, require): Lua
+		// 5.1's error, which gopher-lua patch 11 raises for the yield.
+		L.RaiseError("attempt to yield across metamethod/C-call boundary")
 	}
 	return vm.current
 }

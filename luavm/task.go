@@ -41,9 +41,9 @@ type task struct {
 }
 
 // awaits reports whether the task is still suspended on the pending op
-// id. A task moves on without its op's result only when the yield after
-// registering the op failed (a yield across a Go call, gopher-lua patch
-// 11) and a pcall caught the error: that op's result is stale then.
+// id. The suspending functions refuse to start where their yield would
+// fail (VM.running), so a task never moves on without its op's result;
+// should one, the late result is dropped, not handed to its next wait.
 func (t *task) awaits(id uint64) bool { return !t.done && t.waiting == id }
 
 // label names the task in logs and messages. It is built only when one is
