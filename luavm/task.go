@@ -98,9 +98,10 @@ func (vm *VM) newTask() *task {
 
 // recycle takes back a task that finished without ever suspending, once
 // the call that started it returns: a handler that answers at once costs
-// no task allocation. Such a task was never in vm.tasks, the timer heap or
-// a pending entry (run puts it there only when it yields, and sets its
-// budget then), vm.current is cleared after every resume, and the client a
+// no task allocation. Such a task was never in vm.tasks or the timer heap
+// (run puts it there only when it yields, and sets its budget then); a
+// pending entry or suspended coroutines it had (an interrupt came as it
+// yielded) finish removed; vm.current is cleared after every resume; and the client a
 // script may keep is an allocation of its own: nothing points at it any
 // more. A task that suspended is left to the collector instead, so that a
 // stale pointer to it (a late reply, a timer) can never reach the next
