@@ -95,7 +95,10 @@
 -- The shield module: a global in every VM, and require("shield")
 ---------------------------------------------------------------------------
 
----The Shield API (SPEC §8).
+---The Shield API (SPEC §8). The functions that wait (call, sleep, client.bind, kv.*, http.*)
+---suspend the calling coroutine; inside Lua that a Go function runs (a table.sort comparator, a
+---string.gsub callback, a metamethod, a for iterator, a module's top level under require) they
+---raise "attempt to yield across metamethod/C-call boundary" instead, as Lua 5.1 does.
 ---@class shield
 shield = {}
 
