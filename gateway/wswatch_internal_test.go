@@ -25,13 +25,7 @@ func masked(fin bool, op byte, p []byte) []byte {
 	return append([]byte{b0, 0x80 | byte(len(p)), 1, 2, 3, 4}, p...)
 }
 
-func cat(frames ...[]byte) []byte {
-	var b []byte
-	for _, f := range frames {
-		b = append(b, f...)
-	}
-	return b
-}
+func cat(frames ...[]byte) []byte { return bytes.Join(frames, nil) }
 
 // TestFrameWatchHeaderFaults: each header RFC 6455 forbids a client stops
 // the reads with its fault, at the header's first byte, and good frames

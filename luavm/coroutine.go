@@ -125,26 +125,24 @@ func (vm *VM) installCoroutines() {
 		if vm.nesting >= maxNesting {
 			L.RaiseError("stack overflow (coroutines and pcalls nested deeper than %d)", maxNesting)
 		}
-		// gopher-lua refuses to resume only the running thread, not one
-		// that is waiting for a coroutine it resumed (status "normal", in
-		// Lua 5.1 an error): resuming such a thread re-enters its Go
-		// frames and ends in a nil dereference that takes the VM down.
-		if th, ok := L.Get(1).(*lua.LState); ok {
-			if refuseNormal && th != L && isAncestor(L, th) {
-				L.Push(lua.LFalse)
-				L.Push(lua.LString("cannot resume non-suspended coroutine"))
-				return 2
-			}
+		// Not a thread: the original resume raises its usual error.
+		th, _ := L.Get(1).(*lua.LState)
+		switch {
+		case th == nil:
+		case refuseNormal && th != L && isAncestor(L, th):
+			// gopher-lua refuses to resume only the running thread, not
+			// one that is waiting for a coroutine it resumed (status
+			// "normal", in Lua 5.1 an error): resuming such a thread
+			// re-enters its Go frames and ends in a nil dereference that
+			// takes the VM down.
+			return refuse(L, "cannot resume non-suspended coroutine")
+		case vm.suspendedCo[th] != nil:
 			// A coroutine a suspended message waits in (a script kept
-			// coroutine.running(), in the handler or in a pcall) waits for
-			// the message's reply or timer: only the VM resumes it, or the
-			// message would go on inside another one and find nothing to
-			// give its reply to.
-			if _, msg := vm.suspendedCo[th]; msg {
-				L.Push(lua.LFalse)
-				L.Push(lua.LString("cannot resume a message's coroutine"))
-				return 2
-			}
+			// coroutine.running(), in the handler or in a pcall) waits
+			// for the message's reply or timer: only the VM resumes it,
+			// or the message would go on inside another one and find
+			// nothing to give its reply to.
+			return refuse(L, "cannot resume a message's coroutine")
 		}
 		vm.nesting++
 		defer func() { vm.nesting-- }()
@@ -152,10 +150,8 @@ func (vm *VM) installCoroutines() {
 		// th passed a suspension up (it yielded WAIT, which every resume
 		// in the prelude hands on to the message's coroutine): the task
 		// now waits in it too.
-		if n >= 2 && vm.current != nil && L.Get(-n) == lua.LTrue && L.Get(-n+1) == vm.wait {
-			if th, ok := L.Get(1).(*lua.LState); ok && vm.l.Status(th) == "suspended" {
-				vm.suspend(vm.current, th)
-			}
+		if th != nil && n >= 2 && vm.current != nil && L.Get(-n) == lua.LTrue && L.Get(-n+1) == vm.wait && vm.l.Status(th) == "suspended" {
+			vm.suspend(vm.current, th)
 		}
 		return n
 	}))
@@ -170,6 +166,14 @@ func (vm *VM) installCoroutines() {
 		L.Push(lua.LString(L.Status(th)))
 		return 1
 	}))
+}
+
+// refuse is coroutine.resume's answer for a thread it will not resume:
+// false and why, as for a dead one.
+func refuse(L *lua.LState, why string) int {
+	L.Push(lua.LFalse)
+	L.Push(lua.LString(why))
+	return 2
 }
 
 // refuseNormal turns the check of a "normal" thread in coroutine.resume
