@@ -46,7 +46,7 @@ func prepareCodecs(cfg *config.Config, table *descriptor.Table) (*codec.Schemas,
 	loaded := map[string]*codec.Protobuf{} // by descriptor set path
 	broken := map[string]bool{}            // sets that failed to load, reported once
 	resolved := map[string]bool{}          // sets whose routes were checked, reported once
-	hasJSON := false
+	hasJSON, hasProtobuf := false, false
 
 	for i := range cfg.Network.Listeners {
 		l := &cfg.Network.Listeners[i]
@@ -55,6 +55,7 @@ func prepareCodecs(cfg *config.Config, table *descriptor.Table) (*codec.Schemas,
 			hasJSON = true
 			continue
 		case "protobuf":
+			hasProtobuf = true
 		default:
 			continue // raw: registered by package codec
 		}
@@ -79,6 +80,8 @@ func prepareCodecs(cfg *config.Config, table *descriptor.Table) (*codec.Schemas,
 		}
 		regs = append(regs, p.WithName(l.BodyCodecKey()))
 	}
+
+	errs = append(errs, unusedSchemas(cfg, table, hasProtobuf)...)
 
 	var schemas *codec.Schemas
 	if cfg.Network.SchemasDir != "" && hasJSON {
@@ -130,6 +133,55 @@ func resolveMessages(cfg *config.Config, l *config.Listener, p *codec.Protobuf, 
 		}
 	}
 	return errs
+}
+
+// unusedSchemas reports every route whose explicit request_schema nothing
+// would use, which would otherwise be skipped in silence: a JSON Schema
+// applies only to requests decoded as JSON (codec.Validated), and a
+// protobuf message only to the bodies a protobuf listener's codec sees
+// (codec.UsesListener). A route on neither path (forward_raw, drop, s2c,
+// or a request_codec other than json, without a protobuf listener that
+// needs its message) names a schema for nothing.
+func unusedSchemas(cfg *config.Config, table *descriptor.Table, hasProtobuf bool) config.Errors {
+	var errs config.Errors
+	routes := table.Routes()
+	for i := range routes {
+		r := &routes[i]
+		if r.RequestSchema == "" || codec.Validated(r) || (hasProtobuf && codec.UsesListener(r)) {
+			continue
+		}
+		errs = append(errs, routeError(cfg, r, fmt.Sprintf(
+			"request_schema %q is never used: %s, so no schema applies to its requests; remove request_schema%s",
+			r.RequestSchema, whyUnvalidated(r), unusedSchemaFix(r))))
+	}
+	return errs
+}
+
+// whyUnvalidated says why route r's requests are not validated.
+func whyUnvalidated(r *descriptor.Route) string {
+	switch {
+	case !r.Direction.FromClient():
+		return "the route is " + r.Direction.String() + " (clients send it no request)"
+	case r.Action == config.Drop:
+		return "the route's action is drop (the gateway drops its frames)"
+	case r.Action == config.ForwardRaw:
+		return "the route's action is forward_raw (its handler gets the raw body)"
+	default:
+		return fmt.Sprintf("the route's request_codec is %q (its handler gets the raw body)", r.RequestCodec)
+	}
+}
+
+// unusedSchemaFix is the other way out for a route whose schema could
+// apply with another setting.
+func unusedSchemaFix(r *descriptor.Route) string {
+	switch {
+	case !r.Direction.FromClient() || r.Action == config.Drop:
+		return ""
+	case r.Action == config.ForwardRaw:
+		return ", or use action decode_local to have requests decoded and validated"
+	default:
+		return ", or set request_codec to json (or leave it empty) to have requests decoded and validated"
+	}
 }
 
 // routeError is a problem of route r, placed at its declaration.

@@ -186,6 +186,48 @@ func TestSetupCodecsErrors(t *testing.T) {
 	}
 }
 
+// TestSetupCodecsUnusedSchema: an explicit request_schema that nothing
+// would use fails the start naming the route and what to do, instead of
+// being skipped in silence; where a protobuf listener encodes the route's
+// bodies with that message, it is used and accepted.
+func TestSetupCodecsUnusedSchema(t *testing.T) {
+	web := "    - {name: web, address: \"127.0.0.1:0\", entry_service: auth}\n"
+	pb := fmt.Sprintf("    - {name: pb, address: \"127.0.0.1:0\", entry_service: auth, protocol: {body: protobuf, descriptor_set: %s}}\n",
+		repoPath(t, "configs/proto/game.pb"))
+	for _, tc := range []struct {
+		name, listeners, route, want string
+	}{
+		{"forward_raw", web, "{id: 9001, name: probe_raw, binding: raw, action: forward_raw, request_schema: move}",
+			`actors.yaml:21: actor "probe": route 9001 (probe_raw): request_schema "move" is never used: the route's action is forward_raw (its handler gets the raw body), so no schema applies to its requests; remove request_schema, or use action decode_local to have requests decoded and validated`},
+		{"raw codec", web, "{id: 9001, name: probe_raw, binding: raw, request_codec: raw, request_schema: move}",
+			`actors.yaml:21: actor "probe": route 9001 (probe_raw): request_schema "move" is never used: the route's request_codec is "raw" (its handler gets the raw body), so no schema applies to its requests; remove request_schema, or set request_codec to json (or leave it empty) to have requests decoded and validated`},
+		{"drop", web, "{id: 9001, name: probe_raw, binding: raw, action: drop, request_schema: move}",
+			`actors.yaml:21: actor "probe": route 9001 (probe_raw): request_schema "move" is never used: the route's action is drop (the gateway drops its frames), so no schema applies to its requests; remove request_schema`},
+		{"s2c", web, "{id: 9001, name: probe_raw, binding: raw, direction: s2c, request_schema: move}",
+			`actors.yaml:21: actor "probe": route 9001 (probe_raw): request_schema "move" is never used: the route is s2c (clients send it no request), so no schema applies to its requests; remove request_schema`},
+		// A protobuf listener encodes a raw-codec route's responses with
+		// the message request_schema names: it is used.
+		{"raw codec on protobuf", pb, "{id: 9001, name: probe_raw, binding: raw, request_codec: raw, request_schema: move}", ""},
+		// A client-to-server forward_raw route's bodies never meet the
+		// protobuf codec: unused there too.
+		{"forward_raw on protobuf", pb, "{id: 9001, binding: raw, action: forward_raw, request_schema: move}",
+			`actors.yaml:21: actor "probe": route 9001: request_schema "move" is never used`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := setupCodecs(t, codecGame(tc.listeners, "", "        - "+tc.route+"\n"))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tc.want == "":
+			case err == nil:
+				t.Fatalf("no error, want %q", tc.want)
+			case !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("error\n%v\nwant it to contain\n%s", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestSetupCodecsMissingSchemasDir: a schemas_dir that is not there fails
 // the start.
 func TestSetupCodecsMissingSchemasDir(t *testing.T) {
