@@ -80,6 +80,25 @@ func Validated(r *descriptor.Route) bool {
 	return false
 }
 
+// DecodeObservable reports whether decoding a request on route r, from a
+// session whose listener's codec key is key, can be seen by anything but
+// the handler's req argument: a protobuf (or any non-json listener codec)
+// decode can fail and answer decode_failed, and a JSON Schema can answer
+// schema_violation. A json decode never fails (SPEC §2's string fallback)
+// and a raw body is its bytes, so without a schema neither is observable:
+// lazy_decode skips them for a handler that takes no req (luavm).
+func DecodeObservable(r *descriptor.Route, key string, s *Schemas) bool {
+	switch RequestOf(r) {
+	case RequestNone, RequestRaw:
+		return false
+	case RequestListener:
+		if key != "" && key != JSONName {
+			return true
+		}
+	}
+	return s.Has(r.ID)
+}
+
 // lookup returns the codec registered under key, or an error naming it.
 func lookup(key string) (Codec, error) {
 	if c, ok := Lookup(key); ok {

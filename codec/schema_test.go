@@ -306,3 +306,39 @@ func TestSchemaName(t *testing.T) {
 		t.Error(SchemaName(&r))
 	}
 }
+
+// TestDecodeObservable: lazy_decode may skip only a decode nothing but
+// req observes: a json or raw route without a schema; a protobuf decode
+// (it can fail) and a schema (it can refuse) are always run.
+func TestDecodeObservable(t *testing.T) {
+	s := newMoveSchemas(t)
+	plain := route(3, "plain", "") // no schema file
+	raw := plain
+	raw.Action = config.ForwardRaw
+	rawCodec := plain
+	rawCodec.RequestCodec = "raw"
+	jsonCodec := plain
+	jsonCodec.RequestCodec = JSONName
+	move := route(1, "move", "")
+	for _, c := range []struct {
+		name string
+		r    descriptor.Route
+		key  string
+		want bool
+	}{
+		{"json listener, no schema", plain, JSONName, false},
+		{"empty key is json", plain, "", false},
+		{"json listener, a schema", move, JSONName, true},
+		{"protobuf listener", plain, "protobuf/pb", true},
+		{"forward_raw", raw, "protobuf/pb", false},
+		{"a raw request_codec", rawCodec, JSONName, false},
+		{"request_codec json on a protobuf listener", jsonCodec, "protobuf/pb", false},
+	} {
+		if got := DecodeObservable(&c.r, c.key, s); got != c.want {
+			t.Errorf("%s: DecodeObservable = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if DecodeObservable(&move, JSONName, nil) {
+		t.Error("no schemas: a json decode is not observable")
+	}
+}

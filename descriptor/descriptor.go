@@ -25,8 +25,13 @@ type Route struct {
 	Action        config.Action
 	RequestCodec  string
 	RequestSchema string
-	File          string // where it was declared, for messages
-	Line          int
+	// LazyDecode lets a VM skip decoding a request its handler cannot
+	// read (luavm: a handler with no req parameter), where nothing else
+	// would observe the decode. Not part of the cluster's table hash: no
+	// frame's fate depends on it.
+	LazyDecode bool
+	File       string // where it was declared, for messages
+	Line       int
 }
 
 // Label names the route in logs and messages: its id, and its name when it

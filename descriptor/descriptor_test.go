@@ -235,7 +235,7 @@ func TestLookups(t *testing.T) {
 `)
 	r, ok := table.Route(1001)
 	want := descriptor.Route{ID: 1001, Name: "login", Binding: "login", Direction: config.C2S, Owner: "auth", Declarer: "auth",
-		RequiresAuth: false, Action: config.ForwardRaw, RequestCodec: "raw", RequestSchema: "Login", File: file, Line: 9}
+		RequiresAuth: false, Action: config.ForwardRaw, RequestCodec: "raw", RequestSchema: "Login", LazyDecode: true, File: file, Line: 9}
 	if !ok || *r != want {
 		t.Errorf("Route(1001) = %+v, %v\nwant %+v", r, ok, want)
 	}

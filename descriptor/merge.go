@@ -104,6 +104,7 @@ func fromConfig(cfg *config.Config, a *config.Actor, r *config.Route) Route {
 		Action:        r.Action,
 		RequestCodec:  r.RequestCodec,
 		RequestSchema: r.RequestSchema,
+		LazyDecode:    r.LazyDecode,
 		File:          cfg.File,
 		Line:          r.Line,
 	}

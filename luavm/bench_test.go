@@ -43,9 +43,35 @@ func BenchmarkHandleIngress(b *testing.B) { benchIngress(b, 1) }
 // route: the body reaches the handler as a string and goes back as it is.
 func BenchmarkHandleIngressRaw(b *testing.B) { benchIngress(b, 2) }
 
+// BenchmarkHandleIngressLazy is BenchmarkHandleIngress for a handler
+// that takes no req (function(ctx, client)): with lazy_decode its JSON
+// body is not decoded into a table.
+func BenchmarkHandleIngressLazy(b *testing.B) {
+	for _, lazy := range []bool{false, true} {
+		b.Run(map[bool]string{false: "lazy_decode=false", true: "lazy_decode=true"}[lazy], func(b *testing.B) {
+			script := filepath.Join(b.TempDir(), "a.lua")
+			src := `local M = {} function M.ok(ctx, client) return "ok" end return M`
+			if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			vm, err := luavm.New(luavm.Spec{Service: "a", Script: script, Routes: []descriptor.Route{
+				{ID: 1, Binding: "ok", Direction: config.C2S, Owner: "a", Action: config.DecodeLocal, LazyDecode: lazy}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer vm.Close()
+			runIngress(b, vm, 1)
+		})
+	}
+}
+
 func benchIngress(b *testing.B, route uint32) {
 	vm := benchVM(b, echoScript)
 	defer vm.Close()
+	runIngress(b, vm, route)
+}
+
+func runIngress(b *testing.B, vm *luavm.VM, route uint32) {
 	h := &host{}
 	vm.Attach(h)
 	body := []byte(`{"x":12,"y":-3,"name":"hero"}`)

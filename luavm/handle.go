@@ -97,6 +97,9 @@ func routeLabel(c *ingress.ClientContext) string {
 // decodeRequest turns the body into the handler's request argument, with
 // the route's body codec (package codec owns the policy).
 func (vm *VM) decodeRequest(in *ingress.ClientIngress, h *handler) (_ lua.LValue, cerr *codes.Error) {
+	if h.lazy && !codec.DecodeObservable(h.route, in.Codec, vm.spec.Schemas) {
+		return lua.LNil, nil // lazy_decode: the handler never sees req
+	}
 	defer vm.catch("decoding a request", &cerr)
 	v, err := codec.DecodeRequest(vm.l, h.route, in.Codec, in.Body, in.Unwrap, vm.spec.Schemas)
 	if err != nil {

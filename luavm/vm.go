@@ -152,6 +152,17 @@ type handler struct {
 	route *descriptor.Route
 	name  lua.LValue // route.Name and route.ID, boxed for client tables
 	id    lua.LValue
+	// lazy: the route's lazy_decode is on and fn takes no req (see
+	// takesReq), so a decode nothing else observes is skipped.
+	lazy bool
+}
+
+// takesReq reports whether a handler function can read its third
+// argument, req: a Lua function declared with fewer than three parameters
+// and no ... cannot (its extra arguments are dropped by the call), so its
+// request need not be decoded. A Go function might read anything.
+func takesReq(fn *lua.LFunction) bool {
+	return fn.IsG || fn.Proto == nil || fn.Proto.NumParameters >= 3 || fn.Proto.IsVarArg != 0
 }
 
 // New spawns a VM: it builds the sandbox, runs the script under the load
@@ -339,7 +350,8 @@ func (vm *VM) bindRoutes(spec Spec) error {
 						r.Binding, spec.Script, v.Type())})
 				continue
 			}
-			vm.handlers[r.ID] = &handler{fn: fn, route: r, name: lua.LString(r.Name), id: lua.LNumber(r.ID)}
+			vm.handlers[r.ID] = &handler{fn: fn, route: r, name: lua.LString(r.Name), id: lua.LNumber(r.ID),
+				lazy: r.LazyDecode && !takesReq(fn)}
 			vm.bindings[r.Binding] = true
 		}
 		if r.Direction.ToClient() {
