@@ -44,7 +44,7 @@ type task struct {
 // id. The suspending functions refuse to start where their yield would
 // fail (VM.running), so a task never moves on without its op's result;
 // should one, the late result is dropped, not handed to its next wait.
-func (t *task) awaits(id uint64) bool { return !t.done && t.waiting == id }
+func (t *task) awaits(id uint64) bool { return t != nil && !t.done && t.waiting == id }
 
 // label names the task in logs and messages. It is built only when one is
 // written: formatting it for every message would cost more than the run.
@@ -61,7 +61,7 @@ func (t *task) label() string {
 // pending is something a suspended task, or a timer, waits for.
 type pending struct {
 	kind  pendingKind
-	task  *task            // pendCall, pendBind, pendSleep
+	task  *task            // pendCall, pendBind (nil once its task ended), pendSleep
 	fn    *lua.LFunction   // pendTimeout
 	timer *timerEntry      // pendSleep, pendTimeout
 	ref   egress.ClientRef // pendBind: the ref bound from
@@ -384,10 +384,19 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 	}
 	vm.timers.remove(t.budget)
 	if p, ok := vm.pending[t.waiting]; ok && t.waiting != 0 {
-		delete(vm.pending, t.waiting) // a late result will find nothing
-		vm.timers.remove(p.timer)
-		if p.cancel != nil {
-			p.cancel() // an op nobody waits for stops its request
+		switch {
+		case p.kind == pendBind:
+			// The bind may still succeed at the gateway, and then the
+			// old epoch's frames queued here are stale all the same
+			// (SPEC §4): its outcome is still awaited, by nobody.
+			// BindDone comes exactly once, so the entry does not stay.
+			p.task = nil
+		default:
+			delete(vm.pending, t.waiting) // a late result will find nothing
+			vm.timers.remove(p.timer)
+			if p.cancel != nil {
+				p.cancel() // an op nobody waits for stops its request
+			}
 		}
 	}
 	switch {

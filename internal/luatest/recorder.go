@@ -15,7 +15,9 @@ const GatewayName = "gw-test"
 // body is "panic" and a bind of player "panic" panic, to crash the VM that
 // called them from Lua; a response whose body is "crash the actor" panics
 // outside any Lua run, in the actor's step. A bind of player "stale" fails with epoch_expired,
-// and a kick of session 404 with session_not_found.
+// and a kick of session 404 with session_not_found. A bind of player "late" is
+// held until the test calls ReleaseLate, as a cluster's bind reply that comes
+// after its caller's budget ran out.
 type Recorder struct {
 	Mu      sync.Mutex // guards everything below; tests hold it to read
 	Resp    []*egress.Response
@@ -23,6 +25,7 @@ type Recorder struct {
 	Binds   []*egress.BindRequest
 	Kicks   []Kick
 	RejectN map[uint64]codes.Code // session_id -> the code Push rejects it with
+	late    []func()              // held binds of player "late"
 }
 
 var _ egress.Sink = (*Recorder)(nil)
@@ -80,7 +83,26 @@ func (r *Recorder) Bind(b *egress.BindRequest, done egress.BindDone) {
 	ref := b.Ref
 	ref.Epoch++
 	ref.PlayerID = b.PlayerID
+	if b.PlayerID == "late" {
+		r.Mu.Lock()
+		r.late = append(r.late, func() { done(ref, nil) })
+		r.Mu.Unlock()
+		return
+	}
 	done(ref, nil)
+}
+
+// ReleaseLate answers the held binds of player "late" with success and
+// returns how many there were.
+func (r *Recorder) ReleaseLate() int {
+	r.Mu.Lock()
+	late := r.late
+	r.late = nil
+	r.Mu.Unlock()
+	for _, done := range late {
+		done()
+	}
+	return len(late)
 }
 
 // Kick records a kick of ref.
