@@ -60,6 +60,13 @@ type Options struct {
 	// Reconnect, when set, makes the client survive a dropped connection
 	// (see Reconnect). Nil: the client ends with its first connection.
 	Reconnect *Reconnect
+	// DeclareDeadlines makes each Call whose ctx has a deadline declare
+	// the time left as the request's budget (docs/protocol.md
+	// "Deadlines"): the handler then has min(it, handler_timeout), the
+	// gateway clamping it to [1 s, 60 s], and gives up when the caller
+	// has. Off by default: a gateway older than the feature closes the
+	// connection on the Deadline frame.
+	DeclareDeadlines bool
 }
 
 // Notice is a notice frame (SPEC §3): the gateway closes the session
@@ -308,7 +315,8 @@ func (c *Client) Call(ctx context.Context, route uint32, req, resp any) error {
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}()
-	if err := c.sendOn(ctx, l, &envelope.Frame{Kind: envelope.Request, RouteID: route, RequestID: id, Body: body}); err != nil {
+	f := &envelope.Frame{Kind: envelope.Request, RouteID: route, RequestID: id, Body: body}
+	if err := c.sendRequest(ctx, l, f); err != nil {
 		return err
 	}
 	select {
@@ -447,6 +455,35 @@ func (c *Client) sendOn(ctx context.Context, l *link, f *envelope.Frame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return l.t.writeFrame(ctx, f)
+}
+
+// sendRequest writes a request on l, with its declared deadline when
+// Options.DeclareDeadlines and ctx has one: on the legacy envelopes the
+// request's own deadline_ms, on the header envelopes a Deadline frame
+// written with the request, in one write (one message each on ws), so
+// that no other frame comes between them.
+func (c *Client) sendRequest(ctx context.Context, l *link, f *envelope.Frame) error {
+	ms := declaredMS(ctx, c.o.DeclareDeadlines)
+	if ms == 0 {
+		return c.sendOn(ctx, l, f)
+	}
+	if legacy := c.o.Envelope == envelope.NameLenprefix || c.o.Envelope == envelope.NameDelimiter; legacy {
+		f.DeadlineMS = ms
+		return c.sendOn(ctx, l, f)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return l.t.writeFrames(ctx, &envelope.Frame{Kind: envelope.Deadline, RequestID: f.RequestID, DeadlineMS: ms}, f)
+}
+
+// declaredMS is the deadline_ms a call declares: the whole milliseconds
+// left of ctx (at least 1), or 0 for none.
+func declaredMS(ctx context.Context, declare bool) int64 {
+	d, ok := ctx.Deadline()
+	if !declare || !ok {
+		return 0
+	}
+	return max(time.Until(d).Milliseconds(), 1)
 }
 
 // answer is a call's result from its answer frame.

@@ -24,6 +24,9 @@ import (
 type transport interface {
 	readFrame() (envelope.Frame, error)
 	writeFrame(ctx context.Context, f *envelope.Frame) error
+	// writeFrames writes fs back to back: one write on a stream, one
+	// message each on ws.
+	writeFrames(ctx context.Context, fs ...*envelope.Frame) error
 	writeRaw(ctx context.Context, b []byte) error
 	close() error
 	localAddr() net.Addr
@@ -68,6 +71,18 @@ func (s *streamTransport) writeFrame(ctx context.Context, f *envelope.Frame) err
 	buf, err := s.codec.AppendFrame(s.wbuf[:0], f)
 	if err != nil {
 		return err
+	}
+	s.wbuf = buf
+	return s.writeRaw(ctx, buf)
+}
+
+func (s *streamTransport) writeFrames(ctx context.Context, fs ...*envelope.Frame) error {
+	buf := s.wbuf[:0]
+	for _, f := range fs {
+		var err error
+		if buf, err = s.codec.AppendFrame(buf, f); err != nil {
+			return err
+		}
 	}
 	s.wbuf = buf
 	return s.writeRaw(ctx, buf)
@@ -184,6 +199,15 @@ func (t *wsTransport) writeFrame(ctx context.Context, f *envelope.Frame) error {
 	}
 	t.wbuf = msg
 	return t.writeRaw(ctx, msg)
+}
+
+func (t *wsTransport) writeFrames(ctx context.Context, fs ...*envelope.Frame) error {
+	for _, f := range fs {
+		if err := t.writeFrame(ctx, f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeRaw sends b as one message of the envelope's type. The library

@@ -44,7 +44,7 @@ func (n *Node) Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.
 	}
 	now := time.Now()
 	id, ok := n.pend.add(&pending{node: node, target: target, in: in,
-		deadline: in.Received.Add(n.budgets[target.Service] + slack)})
+		deadline: in.Received.Add(in.BudgetWithin(n.budgets[target.Service]) + slack)})
 	if !ok {
 		return unavailable("node %s is stopping", n.name)
 	}

@@ -58,7 +58,7 @@ func ingressPB(in *ingress.ClientIngress, now time.Time) *pb.Instance {
 	c := &in.Client
 	return &pb.Instance{Kind: &pb.Instance_Ingress{Ingress: &pb.Ingress{
 		Ref: refPB(c.Ref), Route: c.Route, RouteId: c.RouteID, RequestId: c.RequestID, RemoteAddr: c.RemoteAddr,
-		Body: in.Body, Codec: in.Codec, Unwrap: in.Unwrap, AgeNanos: int64(now.Sub(in.Received)),
+		Body: in.Body, Codec: in.Codec, Unwrap: in.Unwrap, AgeNanos: int64(now.Sub(in.Received)), BudgetNanos: int64(in.Budget),
 	}}}
 }
 
@@ -67,6 +67,7 @@ func ingressOf(m *pb.Ingress, reply string, now time.Time) *ingress.ClientIngres
 		Client: ingress.ClientContext{Ref: refOf(m.Ref), Route: m.Route, RouteID: m.RouteId, RequestID: m.RequestId,
 			RemoteAddr: m.RemoteAddr},
 		Body: m.Body, Codec: m.Codec, Unwrap: m.Unwrap, Received: now.Add(-time.Duration(m.AgeNanos)), Reply: reply,
+		Budget: time.Duration(max(m.BudgetNanos, 0)),
 	}
 }
 

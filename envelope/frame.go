@@ -26,6 +26,12 @@ const (
 	Notice Kind = 6
 	// Notify is a client message that never gets an answer.
 	Notify Kind = 7
+	// Deadline is a client's declared budget for its next frame, the
+	// request with the same request_id (docs/protocol.md "Deadlines"): on
+	// the header envelopes a frame of its own, body {"deadline_ms":N};
+	// the legacy envelopes carry deadline_ms on the request's wrapper
+	// instead, so they never put this kind on the wire.
+	Deadline Kind = 8
 )
 
 // kindNames are the legacy wrapper's "type" values, indexed by Kind.
@@ -37,6 +43,7 @@ var kindNames = [...]string{
 	Heartbeat: "heartbeat",
 	Notice:    "notice",
 	Notify:    "notify",
+	Deadline:  "deadline",
 }
 
 // String returns the kind's name as the legacy wrapper's "type" spells it,
@@ -48,12 +55,13 @@ func (k Kind) String() string {
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// valid reports whether k is one of the seven kinds.
+// valid reports whether k is one of the eight kinds.
 func (k Kind) valid() bool {
-	return k >= Request && k <= Notify
+	return k >= Request && k <= Deadline
 }
 
-// parseKind maps a wrapper "type" value to its Kind.
+// parseKind maps a wrapper "type" value to its Kind: Deadline is not one
+// (a legacy request carries its deadline_ms itself).
 func parseKind(s string) (Kind, bool) {
 	for k := Request; k <= Notify; k++ {
 		if kindNames[k] == s {
@@ -75,6 +83,11 @@ func parseKind(s string) (Kind, bool) {
 //	Push       RouteID Route           Body
 //	Error      RouteID Route RequestID      Code Message
 //	Notice                                  Code Message Token GraceMS
+//	Deadline                   RequestID                                 DeadlineMS
+//
+// A Request has a DeadlineMS too once it is paired with the Deadline
+// frame before it (the gateway does that), or from a legacy wrapper's
+// deadline_ms.
 //
 // Route is only on the legacy envelopes' wire; idlen never carries an Error's
 // RouteID (its header says 0).
@@ -107,6 +120,9 @@ type Frame struct {
 	Token string
 	// GraceMS is the grace_ms of the status frame gateway.drain_started.
 	GraceMS int64
+	// DeadlineMS is the budget in milliseconds a client declares for a
+	// request (a Deadline frame's, or a Request's); 0 declares none.
+	DeadlineMS int64
 }
 
 // headerFrame builds the Frame of a header envelope (idlen, typelen) from
@@ -139,6 +155,12 @@ func headerFrame(f *Frame, kind Kind, routeID uint32, requestID uint64, body []b
 			}
 			f.Token = tok
 		}
+	case Deadline:
+		ms, err := parseDeadline(body)
+		if err != nil {
+			return err
+		}
+		f.RequestID, f.DeadlineMS = requestID, ms
 	default:
 		// classify never returns another kind; failing closed keeps a
 		// future kind from being decoded half-way.
@@ -174,6 +196,8 @@ func appendHeaderBody(dst []byte, f *Frame) []byte {
 			return appendResume(dst, f.Token)
 		}
 		return dst
+	case Deadline:
+		return appendDeadline(dst, f.DeadlineMS)
 	default:
 		return dst
 	}
@@ -192,6 +216,8 @@ func headerBodySize(f *Frame) int {
 			return len(`{"resume":}`) + jsonStringSize(f.Token)
 		}
 		return 0
+	case Deadline:
+		return len(`{"deadline_ms":}`) + len(strconv.FormatInt(f.DeadlineMS, 10))
 	default:
 		return 0
 	}

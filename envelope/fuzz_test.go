@@ -25,6 +25,7 @@ func FuzzIdlen(f *testing.F) {
 		"0000000a 01 fffffe 00000000 6162 00000008 01 000000 00000000",
 		"00000030 01 000000 00000007" + hexOf(`{"code":"client_rpc.busy","message":"m"}`),
 		"00000012 01 000000 00000000" + hexOf(`{"code":1}`),
+		"0000001c 01 000000 00000005" + hexOf(`{"deadline_ms":2500}`) + "0000000a 01 000003 00000005 7b7d",
 		"ffffffff 01", "00000007", "00000008 02 000000 00000000", "000000",
 	} {
 		f.Add(hx(f, s))
@@ -41,6 +42,7 @@ func FuzzTypelen(f *testing.F) {
 		"00000027 01 03 0bb9 0000000000000005" + hexOf(`{"code":"a.b","message":""}`),
 		"0000000e 01 04 07d1 0000000000000000 7b7d",
 		"0000000c 01 08 0001 0000000000000001", "0000000b", "ffffffff",
+		"00000020 01 08 0000 0000000000000005" + hexOf(`{"deadline_ms":2500}`),
 	} {
 		f.Add(hx(f, s))
 	}
@@ -57,6 +59,7 @@ func FuzzLenprefix(f *testing.F) {
 		`{"type":"notice","code":"session.kicked","message":"bye"}`,
 		`{"type":"push","route_id":9,"payload":null}`,
 		`[]`, `{"route_id":-1}`, `{"request_id":18446744073709551615,"route_id":4294967295}`,
+		`{"route_id":3,"request_id":5,"deadline_ms":2500,"payload":{}}`,
 	} {
 		f.Add(append(hx(f, hexOf(string([]byte{0, 0, byte(len(w) >> 8), byte(len(w))}))), w...))
 	}

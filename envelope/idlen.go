@@ -16,7 +16,8 @@ import (
 //	length = 8 + len(body)
 //
 // The kind is implied by the ids: route_id 0 is the system route (heartbeat,
-// error, notice), request_id 0 means no answer is expected.
+// error, notice, and a client's deadline, which carries a request_id),
+// request_id 0 means no answer is expected.
 const (
 	// IdlenHeaderSize is the idlen header after the length: version,
 	// route_id and request_id.
@@ -133,6 +134,10 @@ func (c *idlenFramer) classify(h *idlenHeader, bodyLen int) (Kind, error) {
 		case rid == 0:
 			// With a body, a resume (headerFrame checks it is one).
 			return Heartbeat, nil
+		case bodyLen > 0 && bodyLen <= maxDeadlineBody:
+			// The declared deadline of request rid (headerFrame checks
+			// the body is one).
+			return Deadline, nil
 		default:
 			return 0, protoErr(ReasonBadSystemFrame, "route_id 0 with request_id %d and a %d-byte body", rid, bodyLen)
 		}
@@ -209,6 +214,9 @@ func idlenIDs(f *Frame) (route, rid uint32, err error) {
 		return 0, uint32(f.RequestID), needRequest()
 	case Heartbeat, Notice:
 		return 0, 0, nil
+	case Deadline:
+		// On route 0 with the request_id of the request it precedes.
+		return 0, uint32(f.RequestID), needRequest()
 	default:
 		return 0, 0, invalid(NameIdlen, f, "unknown kind")
 	}

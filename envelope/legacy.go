@@ -24,11 +24,14 @@ import (
 //     bad_wrapper;
 //   - route_id 0 counts as absent, so the route is then named by route;
 //   - a notice's token and grace_ms are a status frame's (SPEC §3);
+//   - a request's deadline_ms (an integer, 0 or absent: none) is the
+//     budget its client declares (docs/protocol.md "Deadlines");
 //   - only the fields the frame's kind carries are kept (see Frame).
 //
 // Encoding writes the keys in the fixed order type, route, route_id,
-// request_id, code, message, payload; it omits route when empty, payload
-// when Body is empty, and a request's or notify's route_id when 0.
+// request_id, deadline_ms, code, message, payload; it omits route when
+// empty, payload when Body is empty, a request's or notify's route_id when
+// 0, and deadline_ms unless a request declares one.
 
 // wrapper holds a wrapper's fields after their types were checked.
 type wrapper struct {
@@ -40,6 +43,7 @@ type wrapper struct {
 	message   string
 	token     string
 	graceMS   int64
+	deadline  int64
 	payload   json.RawMessage // a fresh copy, owned by the caller
 }
 
@@ -77,6 +81,11 @@ func parseWrapper(data []byte) (wrapper, error) {
 		return wrapper{}, badField("grace_ms", m["grace_ms"])
 	}
 	w.graceMS = int64(grace)
+	deadline, ok := jsonUint(m["deadline_ms"], math.MaxInt64)
+	if !ok {
+		return wrapper{}, badField("deadline_ms", m["deadline_ms"])
+	}
+	w.deadline = int64(deadline)
 	routeID, ok := jsonUint(m["route_id"], math.MaxUint32)
 	if !ok {
 		return wrapper{}, badField("route_id", m["route_id"])
@@ -118,6 +127,9 @@ func legacyFrame(w wrapper, side Side) (Frame, error) {
 	switch kind {
 	case Request, Response:
 		f.Route, f.RouteID, f.RequestID, f.Body = w.route, w.routeID, w.requestID, nonEmpty(w.payload)
+		if kind == Request {
+			f.DeadlineMS = w.deadline
+		}
 	case Notify, Push:
 		f.Route, f.RouteID, f.Body = w.route, w.routeID, nonEmpty(w.payload)
 	case Error:
@@ -225,6 +237,10 @@ func appendWrapper(dst []byte, f *Frame, env string, oneLine bool) ([]byte, erro
 		dst = append(dst, `,"request_id":`...)
 		dst = strconv.AppendUint(dst, f.RequestID, 10)
 	}
+	if f.Kind == Request && f.DeadlineMS > 0 {
+		dst = append(dst, `,"deadline_ms":`...)
+		dst = strconv.AppendInt(dst, f.DeadlineMS, 10)
+	}
 	switch f.Kind {
 	case Error, Notice:
 		// The status body's keys, at the top level (SPEC §3).
@@ -267,7 +283,8 @@ func checkWrapper(f *Frame, env string) error {
 // wrapperSize estimates appendWrapper's output so dst grows once.
 func wrapperSize(f *Frame) int {
 	const keys = len(`{"type":"","route":"","route_id":4294967295,"request_id":18446744073709551615,"code":"","message":"","payload":}`)
-	return keys + len("heartbeat") + len(f.Route) + len(f.Code) + len(f.Message) + len(f.Token) + len(`,"token":"","grace_ms":9223372036854775807`) + len(f.Body)
+	return keys + len("heartbeat") + len(f.Route) + len(f.Code) + len(f.Message) + len(f.Token) +
+		len(`,"token":"","grace_ms":9223372036854775807,"deadline_ms":9223372036854775807`) + len(f.Body)
 }
 
 // wrapperBuffers are scratch buffers for legacySize.

@@ -346,7 +346,7 @@ func TestNew(t *testing.T) {
 
 // TestKindString checks the legacy names and the fallback.
 func TestKindString(t *testing.T) {
-	want := []string{"kind(0)", "request", "response", "error", "push", "heartbeat", "notice", "notify", "kind(8)"}
+	want := []string{"kind(0)", "request", "response", "error", "push", "heartbeat", "notice", "notify", "deadline", "kind(9)"}
 	for k, w := range want {
 		if got := Kind(k).String(); got != w {
 			t.Errorf("Kind(%d) = %q, want %q", k, got, w)

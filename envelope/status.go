@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -123,6 +124,36 @@ func parseResume(body []byte) (string, error) {
 		return "", protoErr(ReasonBadSystemFrame, "heartbeat body is not a resume: %q", prefix(body))
 	}
 	return tok, nil
+}
+
+// A client's Deadline frame's body is {"deadline_ms":N} (docs/protocol.md
+// "Deadlines"): exactly that key, N an integer of at least 1 written
+// without sign, fraction or exponent. The gateway clamps N; the envelope
+// only checks it is one.
+
+// maxDeadlineBody bounds a Deadline frame's body: the key and 19 digits
+// fit, so a longer body is refused from its header, before it is read.
+const maxDeadlineBody = len(`{"deadline_ms":9223372036854775807}`) + 16 // and some spaces
+
+// appendDeadline appends a Deadline frame's body.
+func appendDeadline(dst []byte, ms int64) []byte {
+	dst = append(dst, `{"deadline_ms":`...)
+	dst = strconv.AppendInt(dst, ms, 10)
+	return append(dst, '}')
+}
+
+// parseDeadline reads a Deadline frame's body; anything else is
+// bad_system_frame.
+func parseDeadline(body []byte) (int64, error) {
+	var m map[string]json.RawMessage
+	if len(body) > maxDeadlineBody || json.Unmarshal(body, &m) != nil || len(m) != 1 {
+		return 0, protoErr(ReasonBadSystemFrame, "deadline body is not {\"deadline_ms\":N}: %q", prefix(body))
+	}
+	n, ok := jsonUint(m["deadline_ms"], math.MaxInt64)
+	if !ok || n == 0 {
+		return 0, protoErr(ReasonBadSystemFrame, "deadline_ms is not a count of milliseconds of at least 1: %q", prefix(body))
+	}
+	return int64(n), nil
 }
 
 // jsonString decodes a raw JSON value that must be a string. Absent (nil) and

@@ -14,7 +14,8 @@ import (
 //	| u32      | u8 = 1  | u8     | u16       | u64             | bytes  |
 //	+----------+---------+--------+-----------+-----------------+--------+
 //	length = 12 + len(body)
-//	type: 1 request, 2 response, 3 error, 4 push, 5 heartbeat, 6 notice, 7 notify
+//	type: 1 request, 2 response, 3 error, 4 push, 5 heartbeat, 6 notice, 7 notify,
+//	      8 deadline (a client's, before its request)
 //
 // The type byte is a Kind as it is. Unlike idlen, an error keeps the
 // request's route_id.
@@ -143,6 +144,10 @@ func (c *typelenFramer) check(h *typelenHeader, bodyLen int) error {
 			if route == 0 {
 				return protoErr(ReasonBadSystemFrame, "notify on route_id 0")
 			}
+		case Deadline:
+			if route != 0 || h.requestID() == 0 || bodyLen == 0 || bodyLen > maxDeadlineBody {
+				return protoErr(ReasonBadSystemFrame, "deadline with route_id %d, request_id %d and a %d-byte body", route, h.requestID(), bodyLen)
+			}
 		default:
 			return protoErr(ReasonBadType, "typelen type %d from a client", uint8(kind))
 		}
@@ -183,6 +188,8 @@ func (c *typelenFramer) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
 	case Notify, Push:
 		route = f.RouteID
 	case Heartbeat, Notice:
+	case Deadline:
+		rid = f.RequestID
 	default:
 		return dst, invalid(NameTypelen, f, "unknown kind")
 	}
@@ -191,7 +198,7 @@ func (c *typelenFramer) AppendMessage(dst []byte, f *Frame) ([]byte, error) {
 		return dst, invalid(NameTypelen, f, "route_id %d above %d", route, MaxTypelenRouteID)
 	case (f.Kind == Request || f.Kind == Notify) && route == 0:
 		return dst, invalid(NameTypelen, f, "route_id 0")
-	case f.Kind == Request && rid == 0:
+	case (f.Kind == Request || f.Kind == Deadline) && rid == 0:
 		return dst, invalid(NameTypelen, f, "request_id 0")
 	}
 	dst = slices.Grow(dst, TypelenHeaderSize+headerBodySize(f))

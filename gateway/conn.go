@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -62,7 +63,10 @@ type conn struct {
 	beats  *ingress.Bucket // heartbeats echoed: 10 a second (SPEC §5); made at the first heartbeat
 	over   int             // heartbeats over beats since the read loop last paused
 	first  bool            // no frame read yet: it may be a resume
-	out    deliveries      // the frames admitted since the last read, for their services (read.go)
+	// declared is the Deadline frame just read, which the next frame must
+	// be the request of (docs/protocol.md "Deadlines"); zero when none.
+	declared envelope.Frame
+	out      deliveries // the frames admitted since the last read, for their services (read.go)
 
 	endMu  sync.Mutex // guards ended, and the end's decision
 	ended  bool
@@ -306,6 +310,15 @@ func putReadFrame(f *envelope.Frame) {
 func (c *conn) handle(f *envelope.Frame, now time.Time) (session.Reason, *envelope.Frame, bool) {
 	first := c.first
 	c.first = false
+	if c.declared.Kind != 0 || f.Kind == envelope.Deadline {
+		if pe := c.pairDeadline(f); pe != nil {
+			r, n := c.protocolError(pe)
+			return r, n, true
+		}
+		if f.Kind == envelope.Deadline {
+			return "", nil, false // its request is next
+		}
+	}
 	if f.Kind == envelope.Heartbeat {
 		if f.Token != "" {
 			if !first {
@@ -330,6 +343,25 @@ func (c *conn) handle(f *envelope.Frame, now time.Time) (session.Reason, *envelo
 		return session.Closed, nil, true // suspended or taken over: nothing more to read
 	}
 	return "", nil, false
+}
+
+// pairDeadline keeps a Deadline frame for the request that must follow it,
+// and gives that request its deadline_ms. Anything else after a Deadline
+// frame (a heartbeat included: a client writes the two together) is a
+// protocol error, as a second Deadline is.
+func (c *conn) pairDeadline(f *envelope.Frame) *envelope.ProtocolError {
+	d := c.declared
+	c.declared = envelope.Frame{}
+	switch {
+	case d.Kind == 0: // f is a Deadline
+		c.declared = envelope.Frame{Kind: envelope.Deadline, RequestID: f.RequestID, DeadlineMS: f.DeadlineMS}
+		return nil
+	case f.Kind != envelope.Request || f.RequestID != d.RequestID:
+		return &envelope.ProtocolError{Reason: envelope.ReasonBadSystemFrame,
+			Detail: fmt.Sprintf("a deadline for request %d followed by a %s with request_id %d", d.RequestID, f.Kind, f.RequestID)}
+	}
+	f.DeadlineMS = d.DeadlineMS
+	return nil
 }
 
 // framer decodes the next frame: with the listener's max_frame_bytes, or

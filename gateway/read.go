@@ -82,6 +82,7 @@ func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingres
 			Codec:    p.l.profile.CodecKey,
 			Unwrap:   p.l.unwrap,
 			Received: now,
+			Budget:   ingress.DeclaredBudget(f.DeadlineMS),
 		}
 		if !notify {
 			in.Client.RequestID = f.RequestID

@@ -42,6 +42,10 @@ type ClientIngress struct {
 	// Received is when the gateway read the frame: the handler's budget
 	// counts from it (SPEC §6), and so do the handler metrics.
 	Received time.Time
+	// Budget is the budget the client declared for this request, already
+	// clamped (DeclaredBudget), or 0 when it declared none. The handler
+	// gets the shorter of it and its handler_timeout (BudgetWithin).
+	Budget time.Duration
 	// Reply is opaque to services: in a cluster, where the node that
 	// carried the frame wants its answer (a NATS reply subject); empty in
 	// one process. Answer copies it.

@@ -63,8 +63,9 @@ func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 	read, now := readAndNow(in.Received)
 	t := vm.newTask()
 	// The handler_timeout counts from the read, so time spent waiting in
-	// the mailbox is spent from it (SPEC §6).
-	t.in, t.deadline = in, read.Add(vm.spec.HandlerTimeout)
+	// the mailbox is spent from it (SPEC §6); a budget the client declared
+	// shortens it.
+	t.in, t.deadline = in, read.Add(in.BudgetWithin(vm.spec.HandlerTimeout))
 	defer vm.recycle(t)
 	// SPEC §4: a frame whose session closed does not run (its answer goes
 	// nowhere, but is counted), and one from before a rebind is stale.

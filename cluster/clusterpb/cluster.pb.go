@@ -460,16 +460,19 @@ func (*Instance_Release) isInstance_Kind() {}
 // target. Age is how long ago the gateway read it: the handler's budget
 // counts from then (SPEC §6).
 type Ingress struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *ClientRef             `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	Route         string                 `protobuf:"bytes,2,opt,name=route,proto3" json:"route,omitempty"`
-	RouteId       uint32                 `protobuf:"varint,3,opt,name=route_id,json=routeId,proto3" json:"route_id,omitempty"`
-	RequestId     uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	RemoteAddr    string                 `protobuf:"bytes,5,opt,name=remote_addr,json=remoteAddr,proto3" json:"remote_addr,omitempty"`
-	Body          []byte                 `protobuf:"bytes,6,opt,name=body,proto3" json:"body,omitempty"`
-	Codec         string                 `protobuf:"bytes,7,opt,name=codec,proto3" json:"codec,omitempty"`
-	Unwrap        bool                   `protobuf:"varint,8,opt,name=unwrap,proto3" json:"unwrap,omitempty"`
-	AgeNanos      int64                  `protobuf:"varint,9,opt,name=age_nanos,json=ageNanos,proto3" json:"age_nanos,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Ref        *ClientRef             `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Route      string                 `protobuf:"bytes,2,opt,name=route,proto3" json:"route,omitempty"`
+	RouteId    uint32                 `protobuf:"varint,3,opt,name=route_id,json=routeId,proto3" json:"route_id,omitempty"`
+	RequestId  uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RemoteAddr string                 `protobuf:"bytes,5,opt,name=remote_addr,json=remoteAddr,proto3" json:"remote_addr,omitempty"`
+	Body       []byte                 `protobuf:"bytes,6,opt,name=body,proto3" json:"body,omitempty"`
+	Codec      string                 `protobuf:"bytes,7,opt,name=codec,proto3" json:"codec,omitempty"`
+	Unwrap     bool                   `protobuf:"varint,8,opt,name=unwrap,proto3" json:"unwrap,omitempty"`
+	AgeNanos   int64                  `protobuf:"varint,9,opt,name=age_nanos,json=ageNanos,proto3" json:"age_nanos,omitempty"`
+	// The budget the client declared, clamped (docs/protocol.md
+	// "Deadlines"); 0: none. The serving VM shortens its handler_timeout to it.
+	BudgetNanos   int64 `protobuf:"varint,10,opt,name=budget_nanos,json=budgetNanos,proto3" json:"budget_nanos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -563,6 +566,13 @@ func (x *Ingress) GetUnwrap() bool {
 func (x *Ingress) GetAgeNanos() int64 {
 	if x != nil {
 		return x.AgeNanos
+	}
+	return 0
+}
+
+func (x *Ingress) GetBudgetNanos() int64 {
+	if x != nil {
+		return x.BudgetNanos
 	}
 	return 0
 }
@@ -1548,7 +1558,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\tlifecycle\x18\x03 \x01(\v2\x19.shield.cluster.LifecycleH\x00R\tlifecycle\x12-\n" +
 	"\x05claim\x18\x04 \x01(\v2\x15.shield.cluster.ClaimH\x00R\x05claim\x123\n" +
 	"\arelease\x18\x05 \x01(\v2\x17.shield.cluster.ReleaseH\x00R\areleaseB\x06\n" +
-	"\x04kind\"\x86\x02\n" +
+	"\x04kind\"\xa9\x02\n" +
 	"\aIngress\x12+\n" +
 	"\x03ref\x18\x01 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12\x14\n" +
 	"\x05route\x18\x02 \x01(\tR\x05route\x12\x19\n" +
@@ -1560,7 +1570,9 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x04body\x18\x06 \x01(\fR\x04body\x12\x14\n" +
 	"\x05codec\x18\a \x01(\tR\x05codec\x12\x16\n" +
 	"\x06unwrap\x18\b \x01(\bR\x06unwrap\x12\x1b\n" +
-	"\tage_nanos\x18\t \x01(\x03R\bageNanos\"a\n" +
+	"\tage_nanos\x18\t \x01(\x03R\bageNanos\x12!\n" +
+	"\fbudget_nanos\x18\n" +
+	" \x01(\x03R\vbudgetNanos\"a\n" +
 	"\bResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12'\n" +
 	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\x12\x18\n" +

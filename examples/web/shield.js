@@ -68,7 +68,8 @@ var TYPE = {
   push: 4,
   heartbeat: 5,
   notice: 6,
-  notify: 7
+  notify: 7,
+  deadline: 8
 };
 var utf8Encoder = new TextEncoder();
 var utf8Strict = new TextDecoder("utf-8", { fatal: true });
@@ -168,6 +169,13 @@ function encodeHeader(env, f) {
     case "heartbeat":
       body = f.resume === void 0 ? new Uint8Array(0) : utf8(resumeBody(f.resume));
       break;
+    case "deadline":
+      rid = f.requestId;
+      if (!Number.isInteger(rid) || rid < 1 || rid > maxRequestId(env)) {
+        throw new RangeError(`${env}: request_id ${rid} outside 1..${maxRequestId(env)}`);
+      }
+      body = utf8(`{"deadline_ms":${checkDeadline(f.deadlineMs)}}`);
+      break;
   }
   if (env === "idlen") {
     const out2 = new Uint8Array(IDLEN_HEADER_SIZE + body.length);
@@ -190,6 +198,10 @@ function encodeHeader(env, f) {
   out.set(body, TYPELEN_HEADER_SIZE);
   return out;
 }
+function checkDeadline(ms) {
+  if (!Number.isInteger(ms) || ms < 1 || ms > Number.MAX_SAFE_INTEGER) throw new RangeError(`deadline_ms ${ms} is not a whole number of ms >= 1`);
+  return ms;
+}
 function payloadText(env, body) {
   if (body === void 0) return void 0;
   if (!(body instanceof Uint8Array)) return jsonText(body.json);
@@ -207,6 +219,9 @@ function encodeWrapper(env, f) {
   if (f.kind === "heartbeat") {
     return f.resume === void 0 ? '{"type":"heartbeat"}' : `{"type":"heartbeat","payload":${resumeBody(f.resume)}}`;
   }
+  if (f.kind === "deadline") {
+    throw new TypeError(`${env}: a deadline travels on its request (deadlineMs), not as a frame`);
+  }
   checkRoute(env, f.route);
   let s = `{"type":"${f.kind}"`;
   s += typeof f.route === "string" ? `,"route":${JSON.stringify(f.route)}` : `,"route_id":${f.route}`;
@@ -215,6 +230,7 @@ function encodeWrapper(env, f) {
       throw new RangeError(`${env}: request_id ${f.requestId} outside 1..${Number.MAX_SAFE_INTEGER}`);
     }
     s += `,"request_id":${f.requestId}`;
+    if (f.deadlineMs !== void 0) s += `,"deadline_ms":${checkDeadline(f.deadlineMs)}`;
   }
   const payload = payloadText(env, f.body);
   if (payload !== void 0) s += `,"payload":${payload}`;
@@ -490,6 +506,7 @@ function resolveOptions(o) {
     maxFrameBytes: num(o.maxFrameBytes, 65536, "maxFrameBytes", envelope === "typelen" ? 12 : 8),
     heartbeatMs: num(o.heartbeatMs, 15e3, "heartbeatMs"),
     callTimeoutMs: num(o.callTimeoutMs, 3e4, "callTimeoutMs"),
+    declareDeadlines: o.declareDeadlines ?? false,
     connectTimeoutMs: num(o.connectTimeoutMs, 1e4, "connectTimeoutMs", 1),
     reconnect,
     onError: o.onError
@@ -635,15 +652,15 @@ var Client = class _Client {
         return;
       }
       const id = this.#newId();
+      const timeout = options.timeout ?? this.#o.callTimeoutMs;
       let wire;
       try {
-        wire = this.#encode({ kind: "request", route, requestId: id, body: outBody(body) });
+        wire = this.#encodeRequest(route, id, outBody(body), this.#o.declareDeadlines && timeout > 0 ? Math.ceil(timeout) : void 0);
       } catch (e) {
         reject(e);
         return;
       }
       const p = { resolve, reject, raw: options.raw ?? this.#o.body === "raw", route };
-      const timeout = options.timeout ?? this.#o.callTimeoutMs;
       if (timeout > 0) {
         p.timer = setTimeout(() => {
           if (this.#settle(id) === p) reject(new TimeoutError(`no answer on route ${route} within ${timeout} ms`));
@@ -657,7 +674,7 @@ var Client = class _Client {
         signal.addEventListener("abort", p.onAbort, { once: true });
       }
       this.#pending.set(id, p);
-      link.conn.send(wire);
+      for (const w of wire) link.conn.send(w);
     });
   }
   /**
@@ -738,6 +755,24 @@ var Client = class _Client {
     return this.#nextId;
   }
   /** Encodes a frame for the current link's kind of transport, refusing one above maxFrameBytes. */
+  /**
+   * A request's wire messages: with deadlineMs, on a legacy envelope the
+   * request carries it; on a header envelope a deadline frame goes first
+   * (one stream write on TCP, two messages on a WebSocket).
+   */
+  #encodeRequest(route, id, body, deadlineMs) {
+    if (deadlineMs === void 0) return [this.#encode({ kind: "request", route, requestId: id, body })];
+    if (isLegacy(this.#o.envelope)) return [this.#encode({ kind: "request", route, requestId: id, body, deadlineMs })];
+    const d = this.#encode({ kind: "deadline", requestId: id, deadlineMs });
+    const r = this.#encode({ kind: "request", route, requestId: id, body });
+    if (d instanceof Uint8Array && r instanceof Uint8Array && this.#link?.conn?.stream) {
+      const both = new Uint8Array(d.length + r.length);
+      both.set(d);
+      both.set(r, d.length);
+      return [both];
+    }
+    return [d, r];
+  }
   #encode(f) {
     const stream = this.#link?.conn?.stream ?? false;
     const msg = encodeMessage(this.#o.envelope, f);

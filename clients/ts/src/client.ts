@@ -6,6 +6,7 @@
 import {
   decodeMessage,
   encodeMessage,
+  isLegacy,
   frameMessage,
   maxRequestId,
   StreamDecoder,
@@ -55,6 +56,14 @@ export interface ClientOptions {
   heartbeatMs?: number;
   /** Default timeout of a call in ms; 0: none. Default 30000. */
   callTimeoutMs?: number;
+  /**
+   * Declare each call's timeout to the gateway as the request's budget
+   * (docs/protocol.md "Deadlines"): the handler then gets the shorter of it
+   * and its handler_timeout (the gateway clamps it to 1..60 s), so the
+   * server gives up when the caller has. Default false: a gateway older
+   * than the feature closes the connection on the deadline frame.
+   */
+  declareDeadlines?: boolean;
   /** Time allowed to open a connection (TCP, TLS, WebSocket handshakes) and, on reconnect, to get the answer to a resume. Default 10000. */
   connectTimeoutMs?: number;
   /** Reconnect after a drop (see README). `false`: never. Default: on, with ReconnectOptions' defaults. */
@@ -174,6 +183,7 @@ interface Resolved {
   maxFrameBytes: number;
   heartbeatMs: number;
   callTimeoutMs: number;
+  declareDeadlines: boolean;
   connectTimeoutMs: number;
   reconnect: Required<ReconnectOptions> | undefined;
   onError: ((e: unknown) => void) | undefined;
@@ -205,6 +215,7 @@ function resolveOptions(o: ClientOptions): Resolved {
     maxFrameBytes: num(o.maxFrameBytes, 65536, 'maxFrameBytes', envelope === 'typelen' ? 12 : 8),
     heartbeatMs: num(o.heartbeatMs, 15_000, 'heartbeatMs'),
     callTimeoutMs: num(o.callTimeoutMs, 30_000, 'callTimeoutMs'),
+    declareDeadlines: o.declareDeadlines ?? false,
     connectTimeoutMs: num(o.connectTimeoutMs, 10_000, 'connectTimeoutMs', 1),
     reconnect,
     onError: o.onError,
@@ -374,15 +385,15 @@ export class Client {
         return;
       }
       const id = this.#newId();
-      let wire: Uint8Array | string;
+      const timeout = options.timeout ?? this.#o.callTimeoutMs;
+      let wire: (Uint8Array | string)[];
       try {
-        wire = this.#encode({ kind: 'request', route, requestId: id, body: outBody(body) });
+        wire = this.#encodeRequest(route, id, outBody(body), this.#o.declareDeadlines && timeout > 0 ? Math.ceil(timeout) : undefined);
       } catch (e) {
         reject(e);
         return;
       }
       const p: Pending = { resolve: resolve as (v: unknown) => void, reject, raw: options.raw ?? this.#o.body === 'raw', route };
-      const timeout = options.timeout ?? this.#o.callTimeoutMs;
       if (timeout > 0) {
         p.timer = setTimeout(() => {
           if (this.#settle(id) === p) reject(new TimeoutError(`no answer on route ${route} within ${timeout} ms`));
@@ -396,7 +407,8 @@ export class Client {
         signal.addEventListener('abort', p.onAbort, { once: true });
       }
       this.#pending.set(id, p);
-      link.conn.send(wire);
+      // Back to back: nothing else is sent between a deadline and its request.
+      for (const w of wire) link.conn.send(w);
     });
   }
 
@@ -491,6 +503,25 @@ export class Client {
   }
 
   /** Encodes a frame for the current link's kind of transport, refusing one above maxFrameBytes. */
+  /**
+   * A request's wire messages: with deadlineMs, on a legacy envelope the
+   * request carries it; on a header envelope a deadline frame goes first
+   * (one stream write on TCP, two messages on a WebSocket).
+   */
+  #encodeRequest(route: number | string, id: number, body: OutBody, deadlineMs: number | undefined): (Uint8Array | string)[] {
+    if (deadlineMs === undefined) return [this.#encode({ kind: 'request', route, requestId: id, body })];
+    if (isLegacy(this.#o.envelope)) return [this.#encode({ kind: 'request', route, requestId: id, body, deadlineMs })];
+    const d = this.#encode({ kind: 'deadline', requestId: id, deadlineMs });
+    const r = this.#encode({ kind: 'request', route, requestId: id, body });
+    if (d instanceof Uint8Array && r instanceof Uint8Array && this.#link?.conn?.stream) {
+      const both = new Uint8Array(d.length + r.length);
+      both.set(d);
+      both.set(r, d.length);
+      return [both];
+    }
+    return [d, r];
+  }
+
   #encode(f: OutFrame): Uint8Array | string {
     const stream = this.#link?.conn?.stream ?? false;
     const msg = encodeMessage(this.#o.envelope, f);

@@ -38,6 +38,7 @@ export const TYPE = {
   heartbeat: 5,
   notice: 6,
   notify: 7,
+  deadline: 8,
 } as const;
 
 /** A body as decoded: the bytes of a header envelope, or a legacy wrapper's parsed `payload`. */
@@ -65,9 +66,10 @@ export type OutBody = Uint8Array | { json: unknown } | undefined;
  * frame of SPEC §4.
  */
 export type OutFrame =
-  | { kind: 'request'; route: number | string; requestId: number; body?: OutBody }
+  | { kind: 'request'; route: number | string; requestId: number; body?: OutBody; deadlineMs?: number }
   | { kind: 'notify'; route: number | string; body?: OutBody }
-  | { kind: 'heartbeat'; resume?: string };
+  | { kind: 'heartbeat'; resume?: string }
+  | { kind: 'deadline'; requestId: number; deadlineMs: number };
 
 const utf8Encoder = new TextEncoder();
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
@@ -201,6 +203,14 @@ function encodeHeader(env: 'idlen' | 'typelen', f: OutFrame): Uint8Array {
     case 'heartbeat':
       body = f.resume === undefined ? new Uint8Array(0) : utf8(resumeBody(f.resume));
       break;
+    case 'deadline':
+      // On route 0, with the request_id of the request that follows it.
+      rid = f.requestId;
+      if (!Number.isInteger(rid) || rid < 1 || rid > maxRequestId(env)) {
+        throw new RangeError(`${env}: request_id ${rid} outside 1..${maxRequestId(env)}`);
+      }
+      body = utf8(`{"deadline_ms":${checkDeadline(f.deadlineMs)}}`);
+      break;
   }
   if (env === 'idlen') {
     const out = new Uint8Array(IDLEN_HEADER_SIZE + body.length);
@@ -225,6 +235,12 @@ function encodeHeader(env: 'idlen' | 'typelen', f: OutFrame): Uint8Array {
   return out;
 }
 
+/** A declared deadline: a whole number of milliseconds, at least 1 (the gateway clamps it to 1000..60000). */
+function checkDeadline(ms: number): number {
+  if (!Number.isInteger(ms) || ms < 1 || ms > Number.MAX_SAFE_INTEGER) throw new RangeError(`deadline_ms ${ms} is not a whole number of ms >= 1`);
+  return ms;
+}
+
 /** The payload's JSON text for a wrapper, on one line. */
 function payloadText(env: EnvelopeName, body: OutBody): string | undefined {
   if (body === undefined) return undefined;
@@ -245,11 +261,14 @@ function payloadText(env: EnvelopeName, body: OutBody): string | undefined {
 
 /**
  * A legacy wrapper, keys in the gateway's order: type, route, route_id,
- * request_id, payload.
+ * request_id, deadline_ms, payload.
  */
 function encodeWrapper(env: EnvelopeName, f: OutFrame): string {
   if (f.kind === 'heartbeat') {
     return f.resume === undefined ? '{"type":"heartbeat"}' : `{"type":"heartbeat","payload":${resumeBody(f.resume)}}`;
+  }
+  if (f.kind === 'deadline') {
+    throw new TypeError(`${env}: a deadline travels on its request (deadlineMs), not as a frame`);
   }
   checkRoute(env, f.route);
   let s = `{"type":"${f.kind}"`;
@@ -259,6 +278,7 @@ function encodeWrapper(env: EnvelopeName, f: OutFrame): string {
       throw new RangeError(`${env}: request_id ${f.requestId} outside 1..${Number.MAX_SAFE_INTEGER}`);
     }
     s += `,"request_id":${f.requestId}`;
+    if (f.deadlineMs !== undefined) s += `,"deadline_ms":${checkDeadline(f.deadlineMs)}`;
   }
   const payload = payloadText(env, f.body);
   if (payload !== undefined) s += `,"payload":${payload}`;

@@ -50,6 +50,16 @@ describe('encoding what a client sends', () => {
       { kind: 'heartbeat', resume: 'a"b' },
       text('{"type":"heartbeat","payload":{"resume":"a\\"b"}}\n'),
     ],
+    // docs/protocol.md "Deadlines": the frame before a request on the
+    // header envelopes, the request's own deadline_ms on the legacy ones.
+    ['idlen deadline', 'idlen', { kind: 'deadline', requestId: 5, deadlineMs: 2500 }, '0000001c 01 000000 00000005' + text('{"deadline_ms":2500}')],
+    ['typelen deadline', 'typelen', { kind: 'deadline', requestId: 5, deadlineMs: 2500 }, '00000020 01 08 0000 0000000000000005' + text('{"deadline_ms":2500}')],
+    [
+      'delimiter request with a deadline',
+      'delimiter',
+      { kind: 'request', route: 3, requestId: 5, deadlineMs: 2500, body: { json: {} } },
+      text('{"type":"request","route_id":3,"request_id":5,"deadline_ms":2500,"payload":{}}\n'),
+    ],
   ];
   for (const [name, env, frame, wire] of cases) {
     test(name, () => {
@@ -70,6 +80,10 @@ describe('encoding what a client sends', () => {
     assert.throws(() => encodeMessage('idlen', { kind: 'request', route: 'move', requestId: 1 }), TypeError);
     assert.throws(() => encodeMessage('delimiter', { kind: 'notify', route: 1, body: Buffer.from('not json') }), TypeError);
     assert.throws(() => encodeMessage('idlen', { kind: 'notify', route: 1, body: { json: () => 1 } }), TypeError);
+    assert.throws(() => encodeMessage('idlen', { kind: 'deadline', requestId: 1, deadlineMs: 0 }), RangeError);
+    assert.throws(() => encodeMessage('typelen', { kind: 'deadline', requestId: 0, deadlineMs: 5 }), RangeError);
+    assert.throws(() => encodeMessage('idlen', { kind: 'deadline', requestId: 1, deadlineMs: 1.5 }), RangeError);
+    assert.throws(() => encodeMessage('delimiter', { kind: 'deadline', requestId: 1, deadlineMs: 5 }), TypeError);
   });
 });
 

@@ -76,6 +76,20 @@ describe('real gateway', { skip: skip ?? false }, () => {
     });
   }
 
+  // docs/protocol.md "Deadlines": with declareDeadlines each call's timeout
+  // goes to the gateway before its request (or on it, on the legacy
+  // envelopes); the gateway takes it and the session goes on.
+  for (const l of listeners) {
+    test(`${l.name}: calls declaring their deadline are answered`, async () => {
+      const c = await dial(l.name, { declareDeadlines: true });
+      const user = `deadline-${l.name}`;
+      assert.deepEqual(await c.call(LOGIN, { user }, { timeout: 2500 }), { player_id: user });
+      assert.deepEqual(await c.call(JOIN_ROOM, { room: `deadline-${l.name}` }, { timeout: 800 }), { room: `deadline-${l.name}`, members: 1 });
+      assert.deepEqual(await c.call(MOVE, { x: 1, y: 2 }, { timeout: 0 }), {});
+      assert.equal(c.state, 'open');
+    });
+  }
+
   test('a push reaches a player on another transport and envelope', async () => {
     const a = await dial('tcp_typelen');
     const b = await dial('ws_delimiter');
