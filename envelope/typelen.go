@@ -145,8 +145,11 @@ func (c *typelenFramer) check(h *typelenHeader, bodyLen int) error {
 				return protoErr(ReasonBadSystemFrame, "notify on route_id 0")
 			}
 		case Deadline:
+			// Off its one shape, type 8 is still a type a client may not
+			// send (bad_type, as before there was a type 8); a body that is
+			// not a deadline is bad_system_frame (headerFrame).
 			if route != 0 || h.requestID() == 0 || bodyLen == 0 || bodyLen > maxDeadlineBody {
-				return protoErr(ReasonBadSystemFrame, "deadline with route_id %d, request_id %d and a %d-byte body", route, h.requestID(), bodyLen)
+				return protoErr(ReasonBadType, "deadline with route_id %d, request_id %d and a %d-byte body", route, h.requestID(), bodyLen)
 			}
 		default:
 			return protoErr(ReasonBadType, "typelen type %d from a client", uint8(kind))
