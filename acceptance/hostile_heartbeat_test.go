@@ -69,21 +69,21 @@ func TestHeartbeatFlood(t *testing.T) {
 	beats := readBeats(nc)
 	port := portOf(t, h.game)
 
-	// Exact accounting first: 1,000 heartbeats in one write. Each the
+	// Exact accounting first: 2,000 heartbeats in one write (issue 33). Each the
 	// gateway read was echoed or counted.
 	dropped0 := h.metric(t, `shield_edge_dropped_total{reason="rate_limited"}`)
 	start := time.Now()
 	nc.SetWriteDeadline(time.Now().Add(patience))
-	if _, err := nc.Write(bytes.Repeat(heartbeat, 1000)); err != nil {
+	if _, err := nc.Write(bytes.Repeat(heartbeat, 2000)); err != nil {
 		t.Fatal(err)
 	}
 	if !pollFor(patience, func() bool { _, unread := unreadOnPort(t, port); return unread == 0 }) {
-		t.Fatal("the gateway did not read the first 1,000 heartbeats")
+		t.Fatal("the gateway did not read the first 2,000 heartbeats")
 	}
 	if !pollFor(patience, func() bool {
-		return float64(beats.echoes.Load())+h.metric(t, `shield_edge_dropped_total{reason="rate_limited"}`)-dropped0 == 1000
+		return float64(beats.echoes.Load())+h.metric(t, `shield_edge_dropped_total{reason="rate_limited"}`)-dropped0 == 2000
 	}) {
-		t.Fatalf("1,000 heartbeats: %d echoed + %v counted as rate_limited",
+		t.Fatalf("2,000 heartbeats: %d echoed + %v counted as rate_limited",
 			beats.echoes.Load(), h.metric(t, `shield_edge_dropped_total{reason="rate_limited"}`)-dropped0)
 	}
 
