@@ -112,6 +112,19 @@ func (m *Metrics) WatchMailboxes(services []string, depth func(service string) i
 	}
 }
 
+// WatchControlLanes exports shield_control_depth{service}, read from depth
+// at each scrape: the control lane is unbounded by design (its messages are
+// never dropped), so its depth is watched instead.
+func (m *Metrics) WatchControlLanes(services []string, depth func(service string) int) {
+	for _, svc := range services {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "shield_control_depth",
+			Help:        "Messages waiting in a service's control lanes (results, session lifecycle, hooks).",
+			ConstLabels: prometheus.Labels{"service": svc},
+		}, func() float64 { return float64(depth(svc)) }))
+	}
+}
+
 // VMRestarted counts a replaced VM (service.Metrics).
 func (m *Metrics) VMRestarted(service string) { m.VMRestarts.WithLabelValues(service).Inc() }
 

@@ -60,6 +60,9 @@ func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {
 // Depth is the number of messages waiting in the business lane.
 func (a *actor) Depth() int { return a.business.len() }
 
+// ControlDepth is the number of messages waiting on the control lane.
+func (a *actor) ControlDepth() int { return int(a.control.n.Load()) }
+
 // enqueue puts a message on the business lane, failing fast when it is full.
 func (a *actor) enqueue(m business) *codes.Error {
 	if a.dead.Load() {

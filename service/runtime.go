@@ -354,6 +354,19 @@ func (rt *Runtime) MailboxDepth(service string) int {
 	return n
 }
 
+// ControlDepth is the number of messages waiting on a service's control
+// lanes (results, session lifecycle messages, hooks, reload steps), over
+// all its instances: shield_control_depth{service}.
+func (rt *Runtime) ControlDepth(service string) int {
+	n := 0
+	for _, a := range rt.services[service] {
+		if a != nil {
+			n += a.ControlDepth()
+		}
+	}
+	return n
+}
+
 func (rt *Runtime) actor(id egress.ActorID) *actor {
 	actors := rt.services[id.Service]
 	if id.Instance < 0 || id.Instance >= len(actors) {
