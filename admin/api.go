@@ -26,6 +26,10 @@ type API interface {
 	// session.kicked notice whose message is reason) and returns how many
 	// it kicked.
 	Kick(k KickRequest) int
+	// Drain drains a player's session or the session with an id
+	// (docs/protocol.md §6) and returns how many it began to drain: 0
+	// when there is none, or it is closed or draining already.
+	Drain(d DrainRequest) int
 	// Call runs a method as shield.call would, with a 5 s budget: the
 	// method's results, one JSON value each, or its error.
 	Call(ctx context.Context, c CallRequest) ([]json.RawMessage, *codes.Error)
@@ -53,6 +57,19 @@ type KickRequest struct {
 	SessionID *uint64 `json:"session_id"`
 	Reason    string  `json:"reason"`
 }
+
+// DrainRequest is POST /admin/drain's body: a player_id or a session_id,
+// not both; grace_ms (default session.shutdown_grace) and retry_after_ms
+// (default grace_ms), each from 0 to MaxDrainMS.
+type DrainRequest struct {
+	PlayerID     *string `json:"player_id"`
+	SessionID    *uint64 `json:"session_id"`
+	GraceMS      *int64  `json:"grace_ms"`
+	RetryAfterMS *int64  `json:"retry_after_ms"`
+}
+
+// MaxDrainMS bounds a drain's grace_ms and retry_after_ms: an hour.
+const MaxDrainMS = 3_600_000
 
 // CallRequest is POST /admin/call's body. Key is a string or a number
 // (as shield.call's key); empty when absent.
@@ -89,6 +106,7 @@ func (s *Server) ServeAPI(token string, api API) {
 	}{
 		"/admin/sessions": {http.MethodGet, func(w http.ResponseWriter, r *http.Request) { serveSessions(w, r, api) }},
 		"/admin/kick":     {http.MethodPost, func(w http.ResponseWriter, r *http.Request) { serveKick(w, r, api) }},
+		"/admin/drain":    {http.MethodPost, func(w http.ResponseWriter, r *http.Request) { serveDrain(w, r, api) }},
 		"/admin/call":     {http.MethodPost, func(w http.ResponseWriter, r *http.Request) { serveCall(w, r, api) }},
 		"/admin/reload":   {http.MethodPost, func(w http.ResponseWriter, r *http.Request) { serveReload(w, r, api) }},
 	}
@@ -147,6 +165,27 @@ func serveKick(w http.ResponseWriter, r *http.Request, api API) {
 		return
 	}
 	writeJSON(w, map[string]int{"kicked": api.Kick(k)})
+}
+
+func serveDrain(w http.ResponseWriter, r *http.Request, api API) {
+	var d DrainRequest
+	if !decode(w, r, &d) {
+		return
+	}
+	if (d.PlayerID == nil) == (d.SessionID == nil) {
+		writeError(w, http.StatusBadRequest, `the body names a "player_id" or a "session_id", not both`)
+		return
+	}
+	for _, v := range []struct {
+		key string
+		ms  *int64
+	}{{"grace_ms", d.GraceMS}, {"retry_after_ms", d.RetryAfterMS}} {
+		if v.ms != nil && (*v.ms < 0 || *v.ms > MaxDrainMS) {
+			writeError(w, http.StatusBadRequest, v.key+" is an integer from 0 to 3600000")
+			return
+		}
+	}
+	writeJSON(w, map[string]int{"drained": api.Drain(d)})
 }
 
 func serveCall(w http.ResponseWriter, r *http.Request, api API) {

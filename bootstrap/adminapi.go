@@ -78,6 +78,30 @@ func (a adminAPI) Kick(k admin.KickRequest) int {
 	return 1
 }
 
+func (a adminAPI) Drain(d admin.DrainRequest) int {
+	var s *session.Session
+	if d.PlayerID != nil {
+		s = a.s.Gateway.Sessions().Player(*d.PlayerID)
+	} else {
+		s = a.s.Gateway.Sessions().Get(*d.SessionID)
+	}
+	if s == nil {
+		return 0
+	}
+	grace := a.s.shutdown
+	if d.GraceMS != nil {
+		grace = time.Duration(*d.GraceMS) * time.Millisecond
+	}
+	retry := grace
+	if d.RetryAfterMS != nil {
+		retry = time.Duration(*d.RetryAfterMS) * time.Millisecond
+	}
+	if !a.s.Gateway.DrainSession(s, grace, retry) {
+		return 0
+	}
+	return 1
+}
+
 func (a adminAPI) Call(ctx context.Context, c admin.CallRequest) ([]json.RawMessage, *codes.Error) {
 	to := luavm.Address{Service: c.Service}
 	to.Key, to.HasKey = c.ShardKey()

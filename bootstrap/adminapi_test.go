@@ -66,6 +66,7 @@ func TestAdminAuth(t *testing.T) {
 	for _, ep := range []struct{ method, path, body string }{
 		{"GET", "/admin/sessions", ""},
 		{"POST", "/admin/kick", `{"session_id": 1}`},
+		{"POST", "/admin/drain", `{"session_id": 1}`},
 		{"POST", "/admin/call", `{"service": "other", "method": "nothing"}`},
 		{"POST", "/admin/reload", ""},
 	} {

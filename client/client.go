@@ -74,6 +74,9 @@ type Options struct {
 type Notice struct {
 	Code    string // session.kicked, session.idle_timeout, gateway.draining, ...
 	Message string
+	// RetryAfterMS is the notice's retry_after_ms, when it has one: how
+	// long to wait before connecting again (a drained session's).
+	RetryAfterMS int64
 }
 
 // ErrClosed is returned by calls on a closed client, or one whose
@@ -264,6 +267,9 @@ type Status struct {
 	Message string // session.resume_failed
 	Token   string // session.resume_token, session.resumed
 	GraceMS int64  // gateway.drain_started
+	// RetryAfterMS is gateway.drain_started's retry_after_ms, when an
+	// operator drains this one session: come back after it.
+	RetryAfterMS int64
 }
 
 // OnStatus sets the handler of status frames. The client itself keeps the
@@ -486,10 +492,39 @@ func declaredMS(ctx context.Context, declare bool) int64 {
 	return max(time.Until(d).Milliseconds(), 1)
 }
 
+// RetryError is an error frame that carries retry_after_ms
+// (client_rpc.draining, and busy and rate_limited from a gateway with
+// session.retry_hints): the call's *codes.Error, which errors.As finds as
+// it finds any other, and how long to wait before trying again.
+type RetryError struct {
+	Err   *codes.Error
+	After time.Duration
+}
+
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("%v (retry after %v)", e.Err, e.After)
+}
+
+// Unwrap returns the call's *codes.Error.
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// RetryAfter reports the retry hint of a call's error, if it has one.
+func RetryAfter(err error) (time.Duration, bool) {
+	var r *RetryError
+	if errors.As(err, &r) {
+		return r.After, true
+	}
+	return 0, false
+}
+
 // answer is a call's result from its answer frame.
 func answer(f envelope.Frame, resp any) error {
 	if f.Kind == envelope.Error {
-		return &codes.Error{Code: codes.Code(f.Code), Message: f.Message}
+		e := &codes.Error{Code: codes.Code(f.Code), Message: f.Message}
+		if f.RetryAfterMS > 0 {
+			return &RetryError{Err: e, After: time.Duration(f.RetryAfterMS) * time.Millisecond}
+		}
+		return e
 	}
 	return decode(f.Body, resp)
 }

@@ -144,7 +144,7 @@ func (c *Client) dispatch(l *link, f envelope.Frame) {
 		}
 	case envelope.Notice:
 		if codes.IsNotice(codes.Code(f.Code)) {
-			l.notice = &Notice{Code: f.Code, Message: f.Message}
+			l.notice = &Notice{Code: f.Code, Message: f.Message, RetryAfterMS: f.RetryAfterMS}
 			// A bound session that idles out is suspended, not ended
 			// (SPEC §4): with a token, resuming is worth a try.
 			l.sessionOver = !(f.Code == string(codes.SessionIdleTimeout) && c.token != "")
@@ -167,7 +167,7 @@ func (c *Client) dispatch(l *link, f envelope.Frame) {
 		fn := c.status
 		c.mu.Unlock()
 		if fn != nil {
-			fn(Status{Code: f.Code, Message: f.Message, Token: f.Token, GraceMS: f.GraceMS})
+			fn(Status{Code: f.Code, Message: f.Message, Token: f.Token, GraceMS: f.GraceMS, RetryAfterMS: f.RetryAfterMS})
 		}
 	default: // heartbeat echoes need nothing
 		c.mu.Unlock()

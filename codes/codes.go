@@ -40,6 +40,9 @@ const (
 	SessionNotFound   Code = "client_rpc.session_not_found"
 	PlayerMismatch    Code = "client_rpc.player_mismatch"
 	QueueFull         Code = "client_rpc.queue_full"
+	// Draining refuses a request from a session an operator is draining
+	// (POST /admin/drain), with retry_after_ms (docs/protocol.md §6).
+	Draining Code = "client_rpc.draining"
 )
 
 // Notice codes: sent on route 0 just before the gateway closes a session on

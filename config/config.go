@@ -183,6 +183,11 @@ type Session struct {
 	AuthMaxFrameBytes  int           // frame cap before a bind; 0: the listener's max_frame_bytes (see AuthFrameLimit)
 	AuthTimeout        time.Duration // a session without a player_id this long is closed; 0: off
 	ResumeWindow       time.Duration // how long a suspended session may be resumed; 0: no resume
+	// RetryHints adds retry_after_ms to the busy and rate_limited error
+	// frames (docs/protocol.md §6). Off by default: SPEC §3 fixes an
+	// error's body as {"code","message"}, and a client comparing it byte
+	// for byte would see a key it does not expect.
+	RetryHints bool
 }
 
 // AuthFrameLimit is the largest frame a session without a player_id may

@@ -212,6 +212,8 @@ var errCases = []errCase{
 		[][]string{{file + ":7:", `actor "auth": max_pending: 0 is out of range (at least 1)`}}},
 	{"zero max_inflight", valid + "session: {max_inflight: 0}\n",
 		[][]string{{file + ":10:", "session.max_inflight: 0 is out of range (at least 1)"}}},
+	{"retry_hints not a bool", valid + "session: {retry_hints: 1}\n",
+		[][]string{{file + ":10:", "session.retry_hints: must be true or false, got the integer 1"}}},
 	{"negative outbound_queue", valid + "session: {outbound_queue: -1}\n",
 		[][]string{{file + ":10:", "session.outbound_queue: -1 is out of range (at least 1)"}}},
 	{"negative per_second", valid + "session: {rate_limit: {per_second: -1}}\n",

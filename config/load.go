@@ -392,6 +392,7 @@ func (d *decoder) session(n *yaml.Node, s *Session) {
 		"auth_max_frame_bytes": d.authFrameBytes(&s.AuthMaxFrameBytes, w, "session.auth_max_frame_bytes"),
 		"auth_timeout":         d.durationOrZero(&s.AuthTimeout, w, "session.auth_timeout"),
 		"resume_window":        d.durationOrZero(&s.ResumeWindow, w, "session.resume_window"),
+		"retry_hints":          d.boolean(&s.RetryHints, w, "session.retry_hints"),
 		"rate_limit": func(v *yaml.Node) {
 			d.mapping(v, w, "session.rate_limit", fields{
 				"per_second": d.intIn(&s.RateLimit.PerSecond, w, "session.rate_limit.per_second", 0, big),

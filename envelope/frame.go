@@ -81,8 +81,8 @@ func parseKind(s string) (Kind, bool) {
 //	Heartbeat                                            Token (a resume)
 //	Response   RouteID Route RequestID Body
 //	Push       RouteID Route           Body
-//	Error      RouteID Route RequestID      Code Message
-//	Notice                                  Code Message Token GraceMS
+//	Error      RouteID Route RequestID      Code Message RetryAfterMS
+//	Notice                                  Code Message Token GraceMS RetryAfterMS
 //	Deadline                   RequestID                                 DeadlineMS
 //
 // A Request has a DeadlineMS too once it is paired with the Deadline
@@ -120,6 +120,11 @@ type Frame struct {
 	Token string
 	// GraceMS is the grace_ms of the status frame gateway.drain_started.
 	GraceMS int64
+	// RetryAfterMS is an Error's or a Notice's retry_after_ms: how long
+	// from this frame the client should wait before it tries again (a
+	// drained session's frames, and busy and rate_limited under
+	// session.retry_hints); 0 writes none.
+	RetryAfterMS int64
 	// DeadlineMS is the budget in milliseconds a client declares for a
 	// request (a Deadline frame's, or a Request's); 0 declares none.
 	DeadlineMS int64
@@ -141,7 +146,7 @@ func headerFrame(f *Frame, kind Kind, routeID uint32, requestID uint64, body []b
 		if err != nil {
 			return err
 		}
-		f.Code, f.Message = st.code, st.message
+		f.Code, f.Message, f.RetryAfterMS = st.code, st.message, st.retryMS
 		if kind == Error {
 			f.RouteID, f.RequestID = routeID, requestID
 		} else {

@@ -25,6 +25,7 @@ func FuzzIdlen(f *testing.F) {
 		"0000000a 01 fffffe 00000000 6162 00000008 01 000000 00000000",
 		"00000030 01 000000 00000007" + hexOf(`{"code":"client_rpc.busy","message":"m"}`),
 		"00000012 01 000000 00000000" + hexOf(`{"code":1}`),
+		"0000004a 01 000000 00000009" + hexOf(`{"code":"client_rpc.draining","message":"d","retry_after_ms":1500}`),
 		"0000001c 01 000000 00000005" + hexOf(`{"deadline_ms":2500}`) + "0000000a 01 000003 00000005 7b7d",
 		"ffffffff 01", "00000007", "00000008 02 000000 00000000", "000000",
 	} {
@@ -57,6 +58,7 @@ func FuzzLenprefix(f *testing.F) {
 		`{"route":"chat","payload":[1,"\u2028",null]}`,
 		`{"type":"error","route_id":3,"request_id":4,"code":"c.d","message":"\"<"}`,
 		`{"type":"notice","code":"session.kicked","message":"bye"}`,
+		`{"type":"error","route_id":3,"request_id":4,"code":"client_rpc.busy","message":"m","retry_after_ms":100}`,
 		`{"type":"push","route_id":9,"payload":null}`,
 		`[]`, `{"route_id":-1}`, `{"request_id":18446744073709551615,"route_id":4294967295}`,
 		`{"route_id":3,"request_id":5,"deadline_ms":2500,"payload":{}}`,

@@ -92,6 +92,21 @@ func TestGolden(t *testing.T) {
 			Frame{Kind: Notice, Code: "session.resume_token", Token: "abc"},
 			hexOf(`{"type":"notice","code":"session.resume_token","token":"abc"}` + "\n")},
 
+		// retry_after_ms (docs/protocol.md §6): last, on an error or a
+		// notice that has one; absent otherwise, as every case above.
+		{"idlen error retry_after_ms", NameIdlen, FromServer,
+			Frame{Kind: Error, RequestID: 9, Code: "client_rpc.draining", Message: "d", RetryAfterMS: 1500},
+			"0000004a 01 000000 00000009" + hexOf(`{"code":"client_rpc.draining","message":"d","retry_after_ms":1500}`)},
+		{"idlen status drain_started retry_after_ms", NameIdlen, FromServer,
+			Frame{Kind: Notice, Code: "gateway.drain_started", GraceMS: 5000, RetryAfterMS: 6000},
+			"0000004e 01 000000 00000000" + hexOf(`{"code":"gateway.drain_started","grace_ms":5000,"retry_after_ms":6000}`)},
+		{"typelen error retry_after_ms", NameTypelen, FromServer,
+			Frame{Kind: Error, RouteID: 3001, RequestID: 5, Code: "client_rpc.rate_limited", Message: "m", RetryAfterMS: 100},
+			"00000051 01 03 0bb9 0000000000000005" + hexOf(`{"code":"client_rpc.rate_limited","message":"m","retry_after_ms":100}`)},
+		{"lenprefix error retry_after_ms", NameLenprefix, FromServer,
+			Frame{Kind: Error, RouteID: 3001, RequestID: 5, Code: "client_rpc.busy", Message: "full", RetryAfterMS: 100},
+			"0000006e" + hexOf(`{"type":"error","route_id":3001,"request_id":5,"code":"client_rpc.busy","message":"full","retry_after_ms":100}`)},
+
 		// The client's resume frame (SPEC §3, §4): a heartbeat whose body
 		// is {"resume":"<token>"}.
 		{"idlen resume", NameIdlen, FromClient, Frame{Kind: Heartbeat, Token: "abc"},

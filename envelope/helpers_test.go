@@ -34,7 +34,7 @@ func hx(tb testing.TB, s string) []byte {
 func sameFrame(a, b Frame) bool {
 	return a.Kind == b.Kind && a.RouteID == b.RouteID && a.RequestID == b.RequestID &&
 		a.Route == b.Route && bytes.Equal(a.Body, b.Body) && a.Code == b.Code && a.Message == b.Message &&
-		a.Token == b.Token && a.GraceMS == b.GraceMS && a.DeadlineMS == b.DeadlineMS
+		a.Token == b.Token && a.GraceMS == b.GraceMS && a.DeadlineMS == b.DeadlineMS && a.RetryAfterMS == b.RetryAfterMS
 }
 
 // sameFrameOn is sameFrame as an envelope can keep it: delimiter drops the

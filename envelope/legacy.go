@@ -23,7 +23,8 @@ import (
 //     written without fraction, exponent or sign; anything else is
 //     bad_wrapper;
 //   - route_id 0 counts as absent, so the route is then named by route;
-//   - a notice's token and grace_ms are a status frame's (SPEC §3);
+//   - a notice's token and grace_ms are a status frame's (SPEC §3), and an
+//     error's or a notice's retry_after_ms is a status body's;
 //   - a request's deadline_ms (an integer, 0 or absent: none) is the
 //     budget its client declares (docs/protocol.md "Deadlines");
 //   - only the fields the frame's kind carries are kept (see Frame).
@@ -43,6 +44,7 @@ type wrapper struct {
 	message   string
 	token     string
 	graceMS   int64
+	retryMS   int64
 	deadline  int64
 	payload   json.RawMessage // a fresh copy, owned by the caller
 }
@@ -81,6 +83,11 @@ func parseWrapper(data []byte) (wrapper, error) {
 		return wrapper{}, badField("grace_ms", m["grace_ms"])
 	}
 	w.graceMS = int64(grace)
+	retry, ok := jsonUint(m["retry_after_ms"], math.MaxInt64)
+	if !ok {
+		return wrapper{}, badField("retry_after_ms", m["retry_after_ms"])
+	}
+	w.retryMS = int64(retry)
 	deadline, ok := jsonUint(m["deadline_ms"], math.MaxInt64)
 	if !ok {
 		return wrapper{}, badField("deadline_ms", m["deadline_ms"])
@@ -134,8 +141,10 @@ func legacyFrame(w wrapper, side Side) (Frame, error) {
 		f.Route, f.RouteID, f.Body = w.route, w.routeID, nonEmpty(w.payload)
 	case Error:
 		f.Route, f.RouteID, f.RequestID, f.Code, f.Message = w.route, w.routeID, w.requestID, w.code, w.message
+		f.RetryAfterMS = w.retryMS
 	case Notice:
 		f.Code, f.Message, f.Token, f.GraceMS = w.code, w.message, w.token, w.graceMS
+		f.RetryAfterMS = w.retryMS
 	default:
 		// A heartbeat carries nothing, but a client's first one may be a
 		// resume: {"type":"heartbeat","payload":{"resume":"<token>"}}.
@@ -284,7 +293,7 @@ func checkWrapper(f *Frame, env string) error {
 func wrapperSize(f *Frame) int {
 	const keys = len(`{"type":"","route":"","route_id":4294967295,"request_id":18446744073709551615,"code":"","message":"","payload":}`)
 	return keys + len("heartbeat") + len(f.Route) + len(f.Code) + len(f.Message) + len(f.Token) +
-		len(`,"token":"","grace_ms":9223372036854775807,"deadline_ms":9223372036854775807`) + len(f.Body)
+		len(`,"token":"","grace_ms":9223372036854775807,"deadline_ms":9223372036854775807,"retry_after_ms":9223372036854775807`) + len(f.Body)
 }
 
 // wrapperBuffers are scratch buffers for legacySize.

@@ -17,7 +17,10 @@ import (
 //	{"code":"...","grace_ms":N}        gateway.drain_started
 //
 // A Notice with a Token is written with it, else one with a GraceMS with
-// it, else with its Message; an Error always has a message.
+// it, else with its Message; an Error always has a message. An Error or a
+// Notice with a RetryAfterMS ends with ,"retry_after_ms":N (the drain of
+// one session, and busy and rate_limited under session.retry_hints,
+// docs/protocol.md §6): without one the body is SPEC §3's to the byte.
 
 // appendStatus appends f's status JSON body.
 func appendStatus(dst []byte, f *Frame) []byte {
@@ -43,6 +46,10 @@ func appendStatusFields(dst []byte, f *Frame) []byte {
 		dst = append(dst, `,"message":`...)
 		dst = appendJSONString(dst, f.Message)
 	}
+	if f.RetryAfterMS > 0 {
+		dst = append(dst, `,"retry_after_ms":`...)
+		dst = strconv.AppendInt(dst, f.RetryAfterMS, 10)
+	}
 	return dst
 }
 
@@ -51,25 +58,38 @@ func statusSize(f *Frame) int {
 	n := len(`{"code":}`) + jsonStringSize(f.Code)
 	switch {
 	case f.Kind == Notice && f.Token != "":
-		return n + len(`,"token":`) + jsonStringSize(f.Token)
+		n += len(`,"token":`) + jsonStringSize(f.Token)
 	case f.Kind == Notice && f.GraceMS > 0:
-		return n + len(`,"grace_ms":`) + len(strconv.FormatInt(f.GraceMS, 10))
+		n += len(`,"grace_ms":`) + intSize(f.GraceMS)
 	default:
-		return n + len(`,"message":`) + jsonStringSize(f.Message)
+		n += len(`,"message":`) + jsonStringSize(f.Message)
 	}
+	if f.RetryAfterMS > 0 {
+		n += len(`,"retry_after_ms":`) + intSize(f.RetryAfterMS)
+	}
+	return n
+}
+
+// intSize is the length of a non-negative n in decimal.
+func intSize(n int64) int {
+	size := 1
+	for ; n >= 10; n /= 10 {
+		size++
+	}
+	return size
 }
 
 // status is a parsed status body.
 type status struct {
 	code, message, token string
-	graceMS              int64
+	graceMS, retryMS     int64
 }
 
 // parseStatus reads a status body back. Unknown keys are ignored and a
 // missing or null key reads as empty, as encoding/json would; a body that
 // is not a JSON object, or a key of the wrong type (a code, message or
-// token that is not a string, a grace_ms that is not a non-negative
-// integer), is bad_system_frame: a route 0 frame whose body is not what
+// token that is not a string, a grace_ms or retry_after_ms that is not a
+// non-negative integer), is bad_system_frame: a route 0 frame whose body is not what
 // route 0 means.
 func parseStatus(body []byte) (status, error) {
 	var m map[string]json.RawMessage
@@ -87,12 +107,19 @@ func parseStatus(body []byte) (status, error) {
 		}
 		*f.dst = v
 	}
-	if raw := m["grace_ms"]; len(raw) > 0 && string(raw) != "null" {
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{"grace_ms", &st.graceMS}, {"retry_after_ms", &st.retryMS}} {
+		raw := m[f.key]
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
 		n, err := strconv.ParseInt(string(raw), 10, 64)
 		if err != nil || n < 0 {
-			return status{}, protoErr(ReasonBadSystemFrame, "status \"grace_ms\" is not a count of milliseconds: %q", prefix(raw))
+			return status{}, protoErr(ReasonBadSystemFrame, "status %q is not a count of milliseconds: %q", f.key, prefix(raw))
 		}
-		st.graceMS = n
+		*f.dst = n
 	}
 	return st, nil
 }

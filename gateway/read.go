@@ -33,6 +33,13 @@ func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket, o
 	if r != nil {
 		f.RouteID, f.Route = r.ID, r.Name
 	}
+	if p.s.Draining() {
+		// An operator drains the session: it takes nothing new, and what
+		// it has in flight finishes (docs/protocol.md §6).
+		p.refuse(f, ingress.Verdict{Code: codes.Draining, Message: "the session is draining; reconnect after retry_after_ms",
+			Answer: true, RetryAfter: p.s.RetryAfter(now)})
+		return
+	}
 	if p.gate.Enter() {
 		v := ingress.Hold(ingress.Frame{Route: r, Notify: f.Kind == envelope.Notify, Bucket: bucket, Now: now}, p.s)
 		if v.Code != "" {
@@ -219,6 +226,9 @@ func (p *peer) refuse(f *envelope.Frame, v ingress.Verdict) {
 	if v.Answer && f.Kind == envelope.Request {
 		e := &envelope.Frame{Kind: envelope.Error, RouteID: f.RouteID, RequestID: f.RequestID, Route: f.Route,
 			Code: string(v.Code), Message: v.Message}
+		if v.Code == codes.Draining || g.cfg.Session.RetryHints {
+			e.RetryAfterMS = retryMS(v.RetryAfter)
+		}
 		if !p.s.Refuse(e) {
 			p.slowConsumer()
 		}

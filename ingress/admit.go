@@ -49,7 +49,18 @@ type Verdict struct {
 	// Flood says the session has been over the rate limit for 10 s in a
 	// row: it is closed with the session.rate_limited notice.
 	Flood bool
+	// RetryAfter is when the frame's retry might pass the row that
+	// refused it: for rate_limited the time until the bucket holds a
+	// token, for busy BusyRetryAfter. The error frame carries it as
+	// retry_after_ms only under session.retry_hints (docs/protocol.md §6).
+	RetryAfter time.Duration
 }
+
+// BusyRetryAfter is a busy refusal's retry hint. Nothing tells how soon a
+// slot or the lane frees (the handlers' run times are the game's), so it
+// is a floor for the client's backoff, which adds jitter and grows, about
+// one frame of a 10 Hz game.
+const BusyRetryAfter = 100 * time.Millisecond
 
 // Frame is what admission knows of one frame that arrived.
 type Frame struct {
@@ -81,7 +92,7 @@ func Admit(f Frame, s Session, deliver func() *codes.Error) Verdict {
 			s.Release()
 		}
 		return Verdict{Code: codes.RateLimited, Message: "over the session's rate limit", Answer: !f.Notify,
-			Limit: "rate_limit", Flood: flood}
+			Limit: "rate_limit", Flood: flood, RetryAfter: f.Bucket.Wait()}
 	}
 	if code := checkRoute(f.Route, f.Authenticated); code != "" {
 		if f.Holding {
@@ -91,7 +102,7 @@ func Admit(f Frame, s Session, deliver func() *codes.Error) Verdict {
 	}
 	if !f.Holding && !s.TryAcquire() {
 		return Verdict{Code: codes.Busy, Message: "too many requests in flight (session.max_inflight)", Answer: !f.Notify,
-			Limit: "max_inflight"}
+			Limit: "max_inflight", RetryAfter: BusyRetryAfter}
 	}
 	if err := deliver(); err != nil {
 		s.Release()
@@ -108,7 +119,7 @@ func Admit(f Frame, s Session, deliver func() *codes.Error) Verdict {
 func Refused(err *codes.Error, notify bool) Verdict {
 	v := Verdict{Code: err.Code, Message: err.Message, Answer: !notify}
 	if err.Code == codes.Busy {
-		v.Limit = "mailbox"
+		v.Limit, v.RetryAfter = "mailbox", BusyRetryAfter
 	}
 	return v
 }
@@ -138,11 +149,11 @@ func checkRoute(r *descriptor.EdgeRoute, authenticated bool) codes.Code {
 func Hold(f Frame, s Session) Verdict {
 	if ok, flood := f.Bucket.Take(f.Now); !ok {
 		return Verdict{Code: codes.RateLimited, Message: "over the session's rate limit", Answer: !f.Notify,
-			Limit: "rate_limit", Flood: flood}
+			Limit: "rate_limit", Flood: flood, RetryAfter: f.Bucket.Wait()}
 	}
 	if !s.TryAcquire() {
 		return Verdict{Code: codes.Busy, Message: "too many requests in flight (session.max_inflight)", Answer: !f.Notify,
-			Limit: "max_inflight"}
+			Limit: "max_inflight", RetryAfter: BusyRetryAfter}
 	}
 	return Verdict{}
 }

@@ -59,6 +59,15 @@ func (b *Bucket) Take(now time.Time) (ok, flood bool) {
 	return false, b.over(now)
 }
 
+// Wait is how long after the last Take the bucket holds a whole token
+// again: the retry hint of a frame it refused. A nil Bucket never waits.
+func (b *Bucket) Wait() time.Duration {
+	if b == nil || b.tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - b.tokens) / b.rate * float64(time.Second))
+}
+
 // over records a frame over the limit at now and reports a flood: seconds
 // 0 to FloodSeconds-1 of the streak each had such a frame, and this one
 // is past them.

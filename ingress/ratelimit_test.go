@@ -141,3 +141,33 @@ func TestBucketFlood(t *testing.T) {
 		}
 	})
 }
+
+// TestBucketWait: the retry hint of a refused frame is the time until the
+// bucket holds a whole token, and a bucket with one waits for nothing.
+func TestBucketWait(t *testing.T) {
+	b := ingress.NewBucket(10, 1)
+	for _, step := range []struct {
+		at   time.Duration
+		ok   bool
+		wait time.Duration
+	}{
+		{0, true, 100 * time.Millisecond}, // the only token taken: a retry now would wait
+		{0, false, 100 * time.Millisecond},
+		{40 * time.Millisecond, false, 60 * time.Millisecond},
+		{100 * time.Millisecond, true, 100 * time.Millisecond},
+	} {
+		if ok, _ := b.Take(at(step.at)); ok != step.ok {
+			t.Fatalf("Take at %v = %v, want %v", step.at, ok, step.ok)
+		}
+		if got := b.Wait(); got < step.wait-time.Microsecond || got > step.wait+time.Microsecond {
+			t.Fatalf("Wait after %v = %v, want %v", step.at, got, step.wait)
+		}
+	}
+	if got := ingress.NewBucket(10, 2).Wait(); got != 0 {
+		t.Fatalf("a full bucket's Wait = %v, want 0", got)
+	}
+	var none *ingress.Bucket
+	if got := none.Wait(); got != 0 {
+		t.Fatalf("no limit's Wait = %v, want 0", got)
+	}
+}

@@ -98,11 +98,12 @@ func (s *Session) Suspended() bool {
 
 // Suspend detaches a from the session and keeps the session for window:
 // if no connection resumes it by then, it closes with reason r. It
-// reports false (and does nothing) when a is not the current attachment
-// or the session closed: the caller then closes as usual.
+// reports false (and does nothing) when a is not the current attachment,
+// the session closed or an operator is draining it: the caller then
+// closes as usual.
 func (s *Session) Suspend(a *Attachment, r Reason, window time.Duration) bool {
 	s.mu.Lock()
-	if s.closed.Load() || s.att != a || s.suspended {
+	if s.closed.Load() || s.att != a || s.suspended || s.drain != nil {
 		s.mu.Unlock()
 		return false
 	}

@@ -97,7 +97,7 @@ type Session struct {
 	// the maker finds it without a map of its own.
 	Owner any
 
-	mu sync.Mutex // guards binding's and closed's writes, reason, token, suspended, att, resumeWait
+	mu sync.Mutex // guards binding's and closed's writes, reason, token, suspended, att, resumeWait, drain
 	// binding is replaced, never changed, under mu: the read loop takes a
 	// snapshot of it for every frame without the lock. A bind allocates
 	// one (a session binds once or twice in its life).
@@ -111,11 +111,13 @@ type Session struct {
 	suspended  bool        // waiting for a resume (kept true once closed)
 	att        *Attachment // the connection's hold; nil while suspended
 	resumeWait *resumeWait // the suspended session's timer
+	drain      *drainState // an operator's drain, once begun (drain.go)
 
 	// authed is binding.PlayerID != "", written under mu with it, so that
 	// the read loop's question for every frame (which frame cap, SPEC §3)
 	// takes no lock.
 	authed   atomic.Bool
+	draining atomic.Bool // drain != nil, for the read loop without the lock
 	inflight atomic.Int32
 	limits   Limits
 	out      queue
@@ -362,6 +364,7 @@ func (s *Session) Close(r Reason, notice *envelope.Frame) bool {
 	b := *s.binding.Load()
 	wait := s.resumeWait
 	s.resumeWait = nil
+	s.stopDrainLocked()
 	s.mu.Unlock()
 	if wait != nil {
 		wait.timer.Stop()

@@ -7,10 +7,17 @@ var ShieldError = class extends Error {
   code;
   /** The route_id of the request (0 when the call named its route by name and the gateway did not say). */
   routeId;
-  constructor(code, message, routeId = 0) {
+  /**
+   * The error's retry_after_ms, when it has one: wait this long before
+   * trying again (`client_rpc.draining`; `client_rpc.busy` and
+   * `client_rpc.rate_limited` from a gateway with `session.retry_hints`).
+   */
+  retryAfterMs;
+  constructor(code, message, routeId = 0, retryAfterMs) {
     super(message);
     this.code = code;
     this.routeId = routeId;
+    this.retryAfterMs = retryAfterMs;
   }
 };
 var TimeoutError = class extends Error {
@@ -286,7 +293,7 @@ function decodeIdlen(msg) {
   if (route !== 0) return { kind: "push", routeId: route, body: ownBody(body) };
   if (rid !== 0) {
     const st = parseStatus(body);
-    return { kind: "error", routeId: 0, requestId: rid, code: st.code, message: st.message };
+    return { kind: "error", routeId: 0, requestId: rid, code: st.code, message: st.message, retryAfterMs: st.retryAfterMs };
   }
   if (body.length !== 0) {
     const st = parseStatus(body);
@@ -308,7 +315,7 @@ function decodeTypelen(msg) {
       return { kind: "push", routeId: route, body: ownBody(body) };
     case TYPE.error: {
       const st = parseStatus(body);
-      return { kind: "error", routeId: route, requestId: rid, code: st.code, message: st.message };
+      return { kind: "error", routeId: route, requestId: rid, code: st.code, message: st.message, retryAfterMs: st.retryAfterMs };
     }
     case TYPE.notice: {
       const st = parseStatus(body);
@@ -337,7 +344,8 @@ function parseStatus(body) {
   if (!isObject(v)) throw new ProtocolError("bad_system_frame", "status body is not a JSON object");
   const code = optString(v, "code", "bad_system_frame");
   const message = optString(v, "message", "bad_system_frame");
-  return { code, message, fields: v };
+  const retryAfterMs = optUint(v, "retry_after_ms", Number.MAX_SAFE_INTEGER, "bad_system_frame");
+  return { code, message, retryAfterMs, fields: v };
 }
 function isObject(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -348,11 +356,11 @@ function optString(o, key, reason) {
   if (typeof v !== "string") throw new ProtocolError(reason, `"${key}" is not a string`);
   return v;
 }
-function optUint(o, key, max) {
+function optUint(o, key, max, reason = "bad_wrapper") {
   const v = o[key];
   if (v === void 0 || v === null) return 0;
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > max) {
-    throw new ProtocolError("bad_wrapper", `"${key}" is not an integer in 0..${max}`);
+    throw new ProtocolError(reason, `"${key}" is not an integer in 0..${max}`);
   }
   return v;
 }
@@ -372,6 +380,7 @@ function decodeWrapper(text) {
   const message = optString(w, "message", "bad_wrapper");
   const routeId = optUint(w, "route_id", MAX_LEGACY_ROUTE_ID);
   const requestId = optUint(w, "request_id", Number.MAX_SAFE_INTEGER * 2048);
+  const retryAfterMs = optUint(w, "retry_after_ms", Number.MAX_SAFE_INTEGER);
   if (type === "") type = requestId > 0 ? "request" : "notify";
   const named = route === "" ? {} : { route };
   const body = Object.prototype.hasOwnProperty.call(w, "payload") ? { json: w["payload"] } : void 0;
@@ -381,7 +390,7 @@ function decodeWrapper(text) {
     case "push":
       return { kind: "push", routeId, ...named, body };
     case "error":
-      return { kind: "error", routeId, ...named, requestId, code, message };
+      return { kind: "error", routeId, ...named, requestId, code, message, retryAfterMs };
     case "notice": {
       const fields = { ...w };
       delete fields["type"];
@@ -552,7 +561,10 @@ function statusOf(f) {
     case "gateway.drain_started": {
       const grace = f.fields["grace_ms"];
       if (typeof grace !== "number" || !(grace >= 0)) bad("grace_ms");
-      return { code: f.code, grace_ms: grace };
+      const retry = f.fields["retry_after_ms"];
+      if (retry === void 0 || retry === null) return { code: f.code, grace_ms: grace };
+      if (typeof retry !== "number" || !(retry >= 0)) bad("retry_after_ms");
+      return { code: f.code, grace_ms: grace, retry_after_ms: retry };
     }
     default:
       return void 0;
@@ -876,7 +888,7 @@ var Client = class _Client {
         const p = this.#settle(f.requestId);
         if (p === void 0) return;
         const routeId = f.kind === "error" && f.routeId === 0 && typeof p.route === "number" ? p.route : f.routeId;
-        if (f.kind === "error") p.reject(new ShieldError(f.code, f.message, routeId));
+        if (f.kind === "error") p.reject(new ShieldError(f.code, f.message, routeId, f.retryAfterMs > 0 ? f.retryAfterMs : void 0));
         else p.resolve(appBody(f.body, p.raw));
         return;
       }
@@ -895,7 +907,8 @@ var Client = class _Client {
   }
   #onNotice(link, f) {
     if (NOTICE_CODES.has(f.code)) {
-      link.notice = { code: f.code, message: f.message };
+      const retry = f.fields["retry_after_ms"];
+      link.notice = typeof retry === "number" && retry > 0 ? { code: f.code, message: f.message, retry_after_ms: retry } : { code: f.code, message: f.message };
       link.sessionOver = !(RESUMABLE_NOTICES.has(f.code) && this.#token !== void 0);
       this.#emit(this.#notices, f.code, f.message);
       return;

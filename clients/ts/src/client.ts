@@ -95,7 +95,7 @@ export type StatusFrame =
   | { code: 'session.resume_token'; token: string }
   | { code: 'session.resumed'; token: string }
   | { code: 'session.resume_failed'; message: string }
-  | { code: 'gateway.drain_started'; grace_ms: number };
+  | { code: 'gateway.drain_started'; grace_ms: number; retry_after_ms?: number };
 
 export interface PushInfo {
   /** The push's route_id. */
@@ -269,7 +269,11 @@ function statusOf(f: { code: string; fields: Record<string, unknown> }): StatusF
     case 'gateway.drain_started': {
       const grace = f.fields['grace_ms'];
       if (typeof grace !== 'number' || !(grace >= 0)) bad('grace_ms');
-      return { code: f.code, grace_ms: grace as number };
+      // An operator's drain of this one session says when to come back.
+      const retry = f.fields['retry_after_ms'];
+      if (retry === undefined || retry === null) return { code: f.code, grace_ms: grace as number };
+      if (typeof retry !== 'number' || !(retry >= 0)) bad('retry_after_ms');
+      return { code: f.code, grace_ms: grace as number, retry_after_ms: retry as number };
     }
     default:
       return undefined;
@@ -638,7 +642,7 @@ export class Client {
         if (p === undefined) return;
         // idlen's error frames are on route 0: name the call's route.
         const routeId = f.kind === 'error' && f.routeId === 0 && typeof p.route === 'number' ? p.route : f.routeId;
-        if (f.kind === 'error') p.reject(new ShieldError(f.code, f.message, routeId));
+        if (f.kind === 'error') p.reject(new ShieldError(f.code, f.message, routeId, f.retryAfterMs > 0 ? f.retryAfterMs : undefined));
         else p.resolve(appBody(f.body, p.raw));
         return;
       }
@@ -658,7 +662,9 @@ export class Client {
 
   #onNotice(link: Link, f: { code: string; message: string; fields: Record<string, unknown> }): void {
     if (NOTICE_CODES.has(f.code)) {
-      link.notice = { code: f.code, message: f.message };
+      const retry = f.fields['retry_after_ms'];
+      link.notice =
+        typeof retry === 'number' && retry > 0 ? { code: f.code, message: f.message, retry_after_ms: retry } : { code: f.code, message: f.message };
       // The session is over unless the gateway may have suspended it.
       link.sessionOver = !(RESUMABLE_NOTICES.has(f.code) && this.#token !== undefined);
       this.#emit(this.#notices, f.code, f.message);

@@ -53,7 +53,7 @@ export type InBody = { bytes: Uint8Array } | { json: unknown } | undefined;
 export type InFrame =
   | { kind: 'response'; routeId: number; route?: string; requestId: number; body: InBody }
   | { kind: 'push'; routeId: number; route?: string; body: InBody }
-  | { kind: 'error'; routeId: number; route?: string; requestId: number; code: string; message: string }
+  | { kind: 'error'; routeId: number; route?: string; requestId: number; code: string; message: string; retryAfterMs: number }
   | { kind: 'notice'; code: string; message: string; fields: Record<string, unknown> }
   | { kind: 'heartbeat' };
 
@@ -350,7 +350,7 @@ function decodeIdlen(msg: Uint8Array): InFrame {
   if (route !== 0) return { kind: 'push', routeId: route, body: ownBody(body) };
   if (rid !== 0) {
     const st = parseStatus(body);
-    return { kind: 'error', routeId: 0, requestId: rid, code: st.code, message: st.message };
+    return { kind: 'error', routeId: 0, requestId: rid, code: st.code, message: st.message, retryAfterMs: st.retryAfterMs };
   }
   if (body.length !== 0) {
     const st = parseStatus(body);
@@ -374,7 +374,7 @@ function decodeTypelen(msg: Uint8Array): InFrame {
       return { kind: 'push', routeId: route, body: ownBody(body) };
     case TYPE.error: {
       const st = parseStatus(body);
-      return { kind: 'error', routeId: route, requestId: rid, code: st.code, message: st.message };
+      return { kind: 'error', routeId: route, requestId: rid, code: st.code, message: st.message, retryAfterMs: st.retryAfterMs };
     }
     case TYPE.notice: {
       const st = parseStatus(body);
@@ -397,9 +397,10 @@ function ownBody(body: Uint8Array): InBody {
 
 /**
  * The JSON status body of an error or notice frame on a header envelope:
- * an object whose code and message, when present, are strings.
+ * an object whose code and message, when present, are strings, and whose
+ * retry_after_ms, when present, is a count of milliseconds (0: none).
  */
-function parseStatus(body: Uint8Array): { code: string; message: string; fields: Record<string, unknown> } {
+function parseStatus(body: Uint8Array): { code: string; message: string; retryAfterMs: number; fields: Record<string, unknown> } {
   const text = fromUtf8(body);
   let v: unknown;
   try {
@@ -410,7 +411,8 @@ function parseStatus(body: Uint8Array): { code: string; message: string; fields:
   if (!isObject(v)) throw new ProtocolError('bad_system_frame', 'status body is not a JSON object');
   const code = optString(v, 'code', 'bad_system_frame');
   const message = optString(v, 'message', 'bad_system_frame');
-  return { code, message, fields: v };
+  const retryAfterMs = optUint(v, 'retry_after_ms', Number.MAX_SAFE_INTEGER, 'bad_system_frame');
+  return { code, message, retryAfterMs, fields: v };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -426,11 +428,11 @@ function optString(o: Record<string, unknown>, key: string, reason: 'bad_system_
 }
 
 /** An integer field in 0..max; absent and null read as 0. */
-function optUint(o: Record<string, unknown>, key: string, max: number): number {
+function optUint(o: Record<string, unknown>, key: string, max: number, reason: 'bad_system_frame' | 'bad_wrapper' = 'bad_wrapper'): number {
   const v = o[key];
   if (v === undefined || v === null) return 0;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max) {
-    throw new ProtocolError('bad_wrapper', `"${key}" is not an integer in 0..${max}`);
+    throw new ProtocolError(reason, `"${key}" is not an integer in 0..${max}`);
   }
   return v;
 }
@@ -453,6 +455,7 @@ function decodeWrapper(text: string): InFrame {
   const message = optString(w, 'message', 'bad_wrapper');
   const routeId = optUint(w, 'route_id', MAX_LEGACY_ROUTE_ID);
   const requestId = optUint(w, 'request_id', Number.MAX_SAFE_INTEGER * 2048); // u64, approximately
+  const retryAfterMs = optUint(w, 'retry_after_ms', Number.MAX_SAFE_INTEGER);
   if (type === '') type = requestId > 0 ? 'request' : 'notify';
   const named = route === '' ? {} : { route };
   const body: InBody = Object.prototype.hasOwnProperty.call(w, 'payload') ? { json: w['payload'] } : undefined;
@@ -462,7 +465,7 @@ function decodeWrapper(text: string): InFrame {
     case 'push':
       return { kind: 'push', routeId, ...named, body };
     case 'error':
-      return { kind: 'error', routeId, ...named, requestId, code, message };
+      return { kind: 'error', routeId, ...named, requestId, code, message, retryAfterMs };
     case 'notice': {
       const fields: Record<string, unknown> = { ...w };
       delete fields['type'];

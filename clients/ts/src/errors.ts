@@ -11,11 +11,18 @@ export class ShieldError extends Error {
   readonly code: string;
   /** The route_id of the request (0 when the call named its route by name and the gateway did not say). */
   readonly routeId: number;
+  /**
+   * The error's retry_after_ms, when it has one: wait this long before
+   * trying again (`client_rpc.draining`; `client_rpc.busy` and
+   * `client_rpc.rate_limited` from a gateway with `session.retry_hints`).
+   */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(code: string, message: string, routeId = 0) {
+  constructor(code: string, message: string, routeId = 0, retryAfterMs?: number) {
     super(message);
     this.code = code;
     this.routeId = routeId;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -39,6 +46,8 @@ export class AbortError extends Error {
 export interface Notice {
   code: string;
   message: string;
+  /** When to connect again, if the notice says (a drained session's `gateway.draining`). */
+  retry_after_ms?: number;
 }
 
 /**

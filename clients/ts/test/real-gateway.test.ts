@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ClosedError, connect, ShieldError, type Client, type NodeConnectOptions } from '@shieldrpc/client/node';
-import { Proxy, startGateway, unavailable, type Listener, type RunningGateway } from './helpers/real-gateway.js';
+import { ADMIN_TOKEN, Proxy, startGateway, unavailable, type Listener, type RunningGateway } from './helpers/real-gateway.js';
 import { until } from './helpers/fake-gateway.js';
 
 const LOGIN = 1001;
@@ -231,6 +231,30 @@ describe('real gateway', { skip: skip ?? false }, () => {
       ]);
       assert.ok(c.resumeToken, 'a new resume token');
       await suspended(0);
+    });
+
+    // An operator drains one session (POST /admin/drain, docs/protocol.md
+    // §6): the heads-up, its requests refused with the hint, then the
+    // gateway.draining notice with what is left of it, and the close.
+    test('an operator drain: drain_started with retry_after_ms, client_rpc.draining, the notice', async () => {
+      const c = await connect({ url: rgw.urls['tcp_idlen']!, heartbeatMs: 0, reconnect: false });
+      clients.push(c);
+      await c.call(LOGIN, { user: 'drainee' });
+      const started = new Promise<unknown>((resolve) => c.onStatus((st) => st.code === 'gateway.drain_started' && resolve(st)));
+      const res = await fetch(`${rgw.adminUrl}/admin/drain`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: JSON.stringify({ player_id: 'drainee', grace_ms: 600, retry_after_ms: 5000 }),
+      });
+      assert.deepEqual(await res.json(), { drained: 1 });
+      assert.deepEqual(await started, { code: 'gateway.drain_started', grace_ms: 600, retry_after_ms: 5000 });
+      await assert.rejects(
+        c.call(MOVE, { x: 1, y: 1 }),
+        (e: unknown) => e instanceof ShieldError && e.code === 'client_rpc.draining' && e.retryAfterMs! > 3000 && e.retryAfterMs! <= 5000,
+      );
+      const err = await c.closed;
+      assert.ok(err instanceof ClosedError);
+      assert.deepEqual(err.notice, { code: 'gateway.draining', message: 'an operator drained the session', retry_after_ms: 4400 });
     });
 
     test('a failed resume reports "log in again", and logging in again works', async () => {

@@ -68,6 +68,9 @@ export function exampleActors(): string {
   return block.replace(/^(\s*script:\s*)(\S+)\s*$/gm, (_m, lead: string, p: string) => `${lead}${JSON.stringify(path.resolve(path.dirname(file), p))}`);
 }
 
+/** The admin server's bearer token (network.admin.token), for /admin/*. */
+export const ADMIN_TOKEN = 'ts-admin';
+
 export interface Listener {
   name: string;
   transport: 'tcp' | 'ws';
@@ -92,7 +95,8 @@ export interface RunningGateway {
 
 /**
  * Starts the gateway with the listeners and extra session keys, and waits for
- * every port; with admin, also an admin server (for /metrics).
+ * every port; with admin, also an admin server (for /metrics, and /admin/*
+ * with ADMIN_TOKEN).
  */
 export async function startGateway(listeners: Listener[], sessionYAML = '', admin = false): Promise<RunningGateway> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'shield-ts-'));
@@ -106,7 +110,7 @@ export async function startGateway(listeners: Listener[], sessionYAML = '', admi
     const ws = l.transport === 'ws' ? ', path: /ws' : '';
     return `    - {name: ${l.name}, address: "${addr}", transport: ${l.transport}${ws}, entry_service: auth, protocol: {envelope: ${l.envelope}, body: json}}`;
   });
-  const adminYAML = adminPort === undefined ? '' : `  admin: {address: "127.0.0.1:${adminPort}"}\n`;
+  const adminYAML = adminPort === undefined ? '' : `  admin: {address: "127.0.0.1:${adminPort}", token: ${ADMIN_TOKEN}}\n`;
   const config = `node: {name: gw-ts}
 network:
   listeners:
