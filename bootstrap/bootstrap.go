@@ -66,7 +66,8 @@ func Compile(path string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	w := newWorld(cfg, opts)
-	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes, Resources: w.resources()}
+	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes, Resources: w.resources(),
+		ControlLimit: cfg.Session.MaxSessions}
 	if opts.Metrics != nil {
 		ropts.Metrics = opts.Metrics
 	}

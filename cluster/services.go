@@ -27,6 +27,14 @@ func (n *Node) Entry(service string, sessionID uint64) (egress.ActorID, *codes.E
 	return n.rt.Entry(service, sessionID)
 }
 
+// Crowded reports whether target is hosted here and its control lane is
+// at its limit (service.Runtime.Crowded). A target on another node is
+// never crowded as this gateway sees it: that node's lane is bounded by
+// the sessions of every gateway that feeds it (docs/cluster.md).
+func (n *Node) Crowded(target egress.ActorID) bool {
+	return n.rt.Hosted(target) && n.rt.Crowded(target)
+}
+
 // Deliver puts a client frame on its target's business lane, here or on
 // the node hosting the target. A remote target answers on this node's
 // reply subject; until then the frame is pending, and the death of that

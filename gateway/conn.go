@@ -95,7 +95,15 @@ func (g *Gateway) serve(l *listener, fc frameConn) {
 	}()
 	p, err := g.newPeer(l, fc.RemoteAddr().String())
 	if err != nil {
-		g.log.Error("no entry service for a new session", "listener", l.cfg.Name, "error", err)
+		if code, _ := codes.CodeOf(err); code == codes.Busy {
+			// The entry service's control lane is full: refused as one
+			// over max_sessions is, counted, not logged (a flood would
+			// flood the log).
+			g.m.SessionsRefused.Inc()
+			g.m.LimitsHit.WithLabelValues("control_lane").Inc()
+		} else {
+			g.log.Error("no entry service for a new session", "listener", l.cfg.Name, "error", err)
+		}
 		fc.Close(session.Closed)
 		return
 	}
@@ -119,6 +127,9 @@ func (g *Gateway) newPeer(l *listener, remote string) (*peer, error) {
 		target, cerr := g.svc.Entry(l.cfg.EntryService, id)
 		if cerr != nil {
 			return nil, cerr
+		}
+		if g.svc.Crowded(target) {
+			return nil, codes.New(codes.Busy, "service %s instance %d: its control lane is full", target.Service, target.Instance)
 		}
 		p := &peer{g: g, l: l}
 		p.s = session.New(id, remote, l.profile, session.Binding{Target: target, Gateway: g.name}, g.limits,
@@ -206,7 +217,11 @@ func (c *conn) end(r session.Reason, notice *envelope.Frame) {
 	if !s.Attached(c.att) {
 		return // taken over, suspended or closed already
 	}
-	if c.g.cfg.Session.ResumeWindow > 0 && r.Resumable() && s.Authenticated() && !c.g.isDraining() {
+	// A session whose target's control lane is full is closed, not
+	// suspended: its client_suspended could wait there behind as many
+	// messages again, and a flapping connection would add two each time.
+	if c.g.cfg.Session.ResumeWindow > 0 && r.Resumable() && s.Authenticated() && !c.g.isDraining() &&
+		!c.g.svc.Crowded(s.Binding().Target) {
 		c.parted = notice
 		if s.Suspend(c.att, r, c.g.cfg.Session.ResumeWindow) {
 			c.slot = false // the suspended session keeps the max_sessions slot

@@ -43,6 +43,11 @@ type Services interface {
 	// Entry is a new session's first target on a listener whose
 	// entry_service is service (SPEC §4).
 	Entry(service string, sessionID uint64) (egress.ActorID, *codes.Error)
+	// Crowded reports whether target's control lane is at its limit: the
+	// gateway then adds nothing to it that it may refuse (a new session,
+	// a resume, a bind, a suspension), so that the lane, which never
+	// drops, stays bounded.
+	Crowded(target egress.ActorID) bool
 }
 
 // Options are a Gateway's dependencies.

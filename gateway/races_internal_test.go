@@ -53,6 +53,7 @@ func (f *fakeServices) Deliver(target egress.ActorID, in *ingress.ClientIngress)
 	return nil
 }
 func (f *fakeServices) Control(egress.ActorID, any) {}
+func (f *fakeServices) Crowded(egress.ActorID) bool { return false }
 func (f *fakeServices) Entry(service string, _ uint64) (egress.ActorID, *codes.Error) {
 	return egress.ActorID{Service: service}, nil
 }

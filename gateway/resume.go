@@ -21,6 +21,13 @@ func (c *conn) resume(token string) {
 		c.resumeFailed("resume is not enabled on this gateway")
 		return
 	}
+	if s := g.sessions.ByToken(token); s != nil && g.svc.Crowded(s.Binding().Target) {
+		// Its client_resumed would wait behind a full control lane; the
+		// token stays good for a later try.
+		g.m.LimitsHit.WithLabelValues("control_lane").Inc()
+		c.resumeFailed("the session's service is overloaded; try again later")
+		return
+	}
 	s, att, wasSuspended, err := g.sessions.Resume(token)
 	if err != nil {
 		c.resumeFailed(err.Message)

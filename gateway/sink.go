@@ -71,6 +71,12 @@ func (g *Gateway) Bind(b *egress.BindRequest, done egress.BindDone) {
 		done(egress.ClientRef{}, codes.New(codes.GatewayMismatch, "the client is on gateway %q, not %q", b.Ref.Gateway, g.name))
 		return
 	}
+	if g.svc.Crowded(b.Target) {
+		// Its client_bound would wait behind a full control lane.
+		g.m.LimitsHit.WithLabelValues("control_lane").Inc()
+		done(egress.ClientRef{}, codes.New(codes.Busy, "service %s instance %d is overloaded: its control lane is full", b.Target.Service, b.Target.Instance))
+		return
+	}
 	ref, err := g.sessions.Bind(b, g.policy)
 	if err != nil {
 		done(egress.ClientRef{}, err)

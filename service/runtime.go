@@ -46,6 +46,9 @@ type Options struct {
 	HeapLimitBytes int64
 	// HeapCheckEvery is how often the heap is read; 0: 20ms.
 	HeapCheckEvery time.Duration
+	// ControlLimit is the control lane depth at which an actor is
+	// Crowded (session.max_sessions); 0: never.
+	ControlLimit int
 	// Resources are what the VMs reach outside the runtime (the kv store,
 	// the HTTP client): each is started, in order, before any VM's init,
 	// and closed, in reverse order, after every actor has ended, so that
@@ -480,6 +483,20 @@ func (rt *Runtime) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngres
 		return n, codes.New(codes.Busy, "service %s instance %d: mailbox full", a.id.Service, a.id.Instance)
 	}
 	return n, nil
+}
+
+// Crowded reports whether target, hosted here, holds ControlLimit
+// messages or more on its control lane. That lane never drops, so its
+// bound comes from refusing what would add to it: while a target is
+// crowded the gateway admits no new session to it, resumes none, binds
+// none to it and suspends none of its sessions (docs/architecture.md
+// "The control lane's bound").
+func (rt *Runtime) Crowded(target egress.ActorID) bool {
+	if rt.opts.ControlLimit <= 0 {
+		return false
+	}
+	a := rt.actor(target)
+	return a != nil && a.ControlDepth() >= rt.opts.ControlLimit
 }
 
 // Control puts a session lifecycle message on its target's control lane

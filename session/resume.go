@@ -156,6 +156,14 @@ func (t *Registry) IssueToken(s *Session, gateway string) string {
 	return tok
 }
 
+// ByToken returns the session a resume token names, nil when none: a
+// look that spends nothing.
+func (t *Registry) ByToken(token string) *Session {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.byToken[token]
+}
+
 // Resume hands the session named by token to a new connection. A
 // suspended session is resumed (suspended reports true); a live one is
 // taken over: its old attachment's Gone closes, and its old connection
