@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +114,73 @@ func TestControlLaneRefusesBind(t *testing.T) {
 	wiretest.Eventually(t, "hall's control lane served", func() bool { return controlDepth(t, srv.Server, "hall") == 0 })
 	w := srv.raw(t, "idlen")
 	loginRaw(t, w, "after")
+}
+
+// TestControlLaneCrowdedResumeAndSuspend: while a service's control lane
+// is full, a session of it whose connection drops is closed rather than
+// suspended, and a resume into it fails with session.resume_failed but
+// spends nothing: the same token resumes the session once the lane is
+// served.
+func TestControlLaneCrowdedResumeAndSuspend(t *testing.T) {
+	c := startContract(t, "  max_sessions: 10\n  resume_window: 30s")
+	away := c.raw(t, "idlen")
+	_, awayTok := loginWithToken(t, away, "away")
+	away.NC.Close()
+	c.Logs.WaitFor(t, "client_suspended", "svc", "hall", "player_id", "away")
+	live := c.raw(t, "idlen")
+	loginWithToken(t, live, "live")
+
+	spinner := c.client(t, "idlen", client.Options{})
+	call(t, spinner, cLogin, map[string]string{"user": "spinner"}, nil)
+	spun := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		spun <- spinner.Call(ctx, cSpin, map[string]int{"ms": 3000}, nil)
+	}()
+	c.Logs.WaitFor(t, "spinning")
+	// Logins churn until hall is crowded: one is refused busy.
+	for i := 0; ; i++ {
+		if i == 40 {
+			t.Fatal("40 logins and hall is still not crowded")
+		}
+		w := c.raw(t, "idlen")
+		w.Send(req(cLogin, 1, map[string]string{"user": fmt.Sprintf("churn-%d", i)}))
+		refused := false
+		for done := false; !done; {
+			f, err := w.Next()
+			if err != nil {
+				t.Fatalf("login %d: %v; seen %v", i, err, w.Seen)
+			}
+			switch {
+			case f.Kind == envelope.Error && f.Code == string(codes.Busy):
+				refused, done = true, true
+			case f.Kind == envelope.Response:
+				done = true
+			}
+		}
+		w.NC.Close()
+		if refused {
+			break
+		}
+	}
+
+	liveID := c.Srv.Gateway.Sessions().Player("live").ID
+	live.NC.Close()
+	wiretest.Eventually(t, "live's session closed, not suspended", func() bool {
+		return c.Srv.Gateway.Sessions().Get(liveID) == nil
+	})
+	back := c.raw(t, "idlen")
+	back.Send(resumeFrame(awayTok))
+	if f := back.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionResumeFailed)}); !strings.Contains(f.Message, "overloaded") {
+		t.Fatalf("resume into a crowded service: %q, want it to say overloaded", f.Message)
+	}
+
+	if err := <-spun; err != nil {
+		t.Fatalf("spin: %v", err)
+	}
+	wiretest.Eventually(t, "hall's control lane served", func() bool { return controlDepth(t, c.Server, "hall") == 0 })
+	again := c.raw(t, "idlen")
+	again.Send(resumeFrame(awayTok))
+	again.Expect(envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionResumed)})
 }
