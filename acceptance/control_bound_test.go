@@ -59,7 +59,9 @@ func TestControlLaneBound(t *testing.T) {
 	if peak < maxSessions {
 		t.Fatalf("the control lane peaked at %v: the flood never reached its limit of %d", peak, maxSessions)
 	}
-	if hits := e.LimitHits("control_lane") - hitBefore; hits < 300-3*maxSessions {
+	hits := e.LimitHits("control_lane") - hitBefore
+	t.Logf("300 connections churned: the control lane peaked at %v messages, %v sessions refused", peak, hits)
+	if hits < 300-3*maxSessions {
 		t.Fatalf("%v sessions refused for the control lane, want at least %d", hits, 300-3*maxSessions)
 	}
 
