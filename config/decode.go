@@ -222,12 +222,20 @@ func (ks *keySet) add(k *yaml.Node) {
 // has reports whether the set holds key.
 func (ks *keySet) has(key string) bool { return ks.get(key) != nil }
 
+// mappingHook, set only by a test, sees every mapping the decoder reads
+// and the keys it takes: docs/config.md is checked against them
+// (TestConfigDoc).
+var mappingHook func(path string, fs fields)
+
 // mapping decodes a YAML mapping whose keys must all be in fs. path names the
 // mapping in messages ("session", "rpc"). It returns the keys given a value
 // other than null (nil when n is not a mapping), so a caller can tell a
 // required key that is missing from one whose value was wrong (and already
 // reported).
 func (d *decoder) mapping(n *yaml.Node, w where, path string, fs fields) *keySet {
+	if mappingHook != nil {
+		mappingHook(path, fs)
+	}
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		d.errorf(n.Line, w, "%s: must be a mapping, got %s", path, describe(n))
