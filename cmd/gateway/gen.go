@@ -16,16 +16,16 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("c", defaultConfig, "configuration `FILE`")
-	lang := fs.String("lang", "", "`ts` (imports @shieldrpc/client) or go (imports github.com/shieldrpc/shield/client)")
+	lang := fs.String("lang", "", "`ts` (imports @shieldrpc/client), go (imports github.com/shieldrpc/shield/client) or cs (the C# client, clients/csharp)")
 	out := fs.String("o", "", "output `DIR` (created if missing)")
-	pkg := fs.String("package", "", "Go package `name`; default the output folder's name")
+	pkg := fs.String("package", "", "Go package `name`; default the output folder's name (cs: the C# namespace, default Shield.Routes)")
 	schemas := fs.String("schemas", "", "JSON Schemas `DIR`; default the config's network.schemas_dir")
 	body := fs.String("body", "", "body codec of the stubs: json, protobuf or raw; default the first listener's")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *lang == "" || *out == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: gateway gen [-c FILE] -lang ts|go -o DIR [-package NAME] [-schemas DIR] [-body json|protobuf|raw]")
+		fmt.Fprintln(stderr, "usage: gateway gen [-c FILE] -lang ts|go|cs -o DIR [-package NAME] [-schemas DIR] [-body json|protobuf|raw]")
 		return 2
 	}
 	cfg, table, ok := loadTable(*file, stderr)

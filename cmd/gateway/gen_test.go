@@ -17,6 +17,7 @@ func TestGen(t *testing.T) {
 	for _, c := range []struct{ lang, out, file, want string }{
 		{"ts", filepath.Join(dir, "web", "shield"), "routes.ts", "export function joinRoom(client: Client, req: JoinRoomRequest"},
 		{"go", filepath.Join(dir, "game-stubs"), "routes.go", "package gamestubs"},
+		{"cs", filepath.Join(dir, "unity"), "Routes.cs", "public static async Task<JoinRoomResponse> JoinRoomAsync(this ShieldClient client, JoinRoomRequest req"},
 	} {
 		code, out, errOut := gateway(t, "gen", "-c", example, "-schemas", schemas, "-lang", c.lang, "-o", c.out)
 		if code != 0 {

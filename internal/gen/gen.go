@@ -6,7 +6,8 @@
 // c2s (and bidi) route a call function with typed request and response;
 // for each s2c (and bidi) route a push handler with a typed body. The
 // TypeScript stubs import @shieldrpc/client, the Go ones
-// github.com/shieldrpc/shield/client.
+// github.com/shieldrpc/shield/client, the C# ones (cs.go) the Shield
+// namespace of clients/csharp.
 //
 // Body types come from, in this order:
 //   - with JSON bodies, the route's JSON Schema, <schema>.json in the
@@ -16,7 +17,8 @@
 //     <schema>.response.json for it when the file exists;
 //   - with protobuf bodies, the message's name as a comment, and bytes the
 //     caller encodes (SPEC §8: a response uses its request's message);
-//   - otherwise unknown (TypeScript) or json.RawMessage (Go).
+//   - otherwise unknown (TypeScript), json.RawMessage (Go) or the JSON
+//     text (C#: a string for a body, Shield.Json.RawJson inside one).
 //
 // The JSON Schema mapping is small and says no more than it knows: type
 // (one, or one and "null"), properties and required, enum, array items,
@@ -37,9 +39,10 @@ import (
 
 // Options say what to generate.
 type Options struct {
-	// Lang is ts or go.
+	// Lang is ts, go or cs.
 	Lang string
-	// Package is the Go package name; default "routes".
+	// Package is the Go package name; default "routes". For cs it is the
+	// namespace, when it is a dotted C# name; default Shield.Routes.
 	Package string
 	// Body is the body codec the stubs speak: json, protobuf or raw.
 	// Default: the first listener's body codec (json without listeners).
@@ -100,8 +103,10 @@ func Generate(cfg *config.Config, table *descriptor.Table, o Options) ([]Output,
 			return nil, err
 		}
 		return []Output{{Name: "routes.go", Data: data}}, nil
+	case "cs":
+		return []Output{{Name: "Routes.cs", Data: writeCS(routes, o)}}, nil
 	default:
-		return nil, fmt.Errorf("gen: unknown language %q (want ts or go)", o.Lang)
+		return nil, fmt.Errorf("gen: unknown language %q (want ts, go or cs)", o.Lang)
 	}
 }
 

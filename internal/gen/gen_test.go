@@ -52,7 +52,8 @@ func parseGolden(t testing.TB, data string) []section {
 
 // TestGolden runs every testdata/*.txt: a config (actors.yaml), its schema
 // files (schemas/NAME.json) and options (a "body: protobuf" line), then
-// the TypeScript and Go stubs the generator must write for it.
+// the TypeScript and Go stubs the generator must write for it; a cs_*.txt
+// file holds the C# stubs (Routes.cs) instead.
 func TestGolden(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -71,10 +72,14 @@ func TestGolden(t *testing.T) {
 			if i := bytes.Index(data, []byte("-- ")); i > 0 {
 				header = string(data[:i])
 			}
+			langs, names := []string{"ts", "go"}, []string{"routes.ts", "routes.go"}
+			if strings.HasPrefix(filepath.Base(path), "cs_") {
+				langs, names = []string{"cs"}, []string{"Routes.cs"}
+			}
 			var kept []section
 			for _, s := range secs {
 				switch {
-				case s.name == "routes.ts" || s.name == "routes.go":
+				case s.name == "routes.ts" || s.name == "routes.go" || s.name == "Routes.cs":
 					continue
 				case s.name == "options":
 					for _, l := range strings.Split(strings.TrimSpace(s.body), "\n") {
@@ -98,7 +103,7 @@ func TestGolden(t *testing.T) {
 			}
 			o.Source = "actors.yaml"
 			got := map[string]string{}
-			for _, lang := range []string{"ts", "go"} {
+			for _, lang := range langs {
 				o.Lang = lang
 				out := generate(t, filepath.Join(dir, "actors.yaml"), o)
 				got[out.Name] = string(out.Data)
@@ -109,7 +114,7 @@ func TestGolden(t *testing.T) {
 				for _, s := range kept {
 					b.WriteString("-- " + s.name + " --\n" + s.body)
 				}
-				for _, name := range []string{"routes.ts", "routes.go"} {
+				for _, name := range names {
 					b.WriteString("-- " + name + " --\n" + got[name])
 				}
 				if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
@@ -157,16 +162,18 @@ func generate(t testing.TB, file string, o gen.Options) gen.Output {
 //
 //	go run ./cmd/gateway gen -c configs/actors.yaml -schemas configs/schemas -lang ts -o clients/ts/examples/game
 //	go run ./cmd/gateway gen -c configs/actors.yaml -schemas configs/schemas -lang go -o client/examples/game
+//	go run ./cmd/gateway gen -c configs/actors.yaml -schemas configs/schemas -lang cs -package Shield.Examples.Game -o clients/csharp/Samples/Game
 //
 // write them, and fails when a committed copy is stale.
 func TestExampleStubs(t *testing.T) {
 	root := filepath.Join("..", "..")
-	for _, c := range []struct{ lang, dir string }{
-		{"ts", filepath.Join(root, "clients", "ts", "examples", "game")},
-		{"go", filepath.Join(root, "client", "examples", "game")},
+	for _, c := range []struct{ lang, pkg, dir string }{
+		{"ts", "game", filepath.Join(root, "clients", "ts", "examples", "game")},
+		{"go", "game", filepath.Join(root, "client", "examples", "game")},
+		{"cs", "Shield.Examples.Game", filepath.Join(root, "clients", "csharp", "Samples", "Game")},
 	} {
 		out := generate(t, filepath.Join(root, "configs", "actors.yaml"), gen.Options{
-			Lang: c.lang, Package: "game", SchemasDir: filepath.Join(root, "configs", "schemas"), Source: "configs/actors.yaml",
+			Lang: c.lang, Package: c.pkg, SchemasDir: filepath.Join(root, "configs", "schemas"), Source: "configs/actors.yaml",
 		})
 		path := filepath.Join(c.dir, out.Name)
 		if *update {

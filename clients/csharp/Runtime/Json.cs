@@ -313,6 +313,74 @@ namespace Shield.Json
         }
     }
 
+    /// <summary>
+    /// A JSON value kept as its text, for what the generated stubs do not
+    /// map (a schema with $ref, oneOf, several types, or none): parse Text
+    /// with the JSON library of your choice.
+    /// </summary>
+    public sealed class RawJson : IJsonWritable
+    {
+        /// <summary>The value's JSON text, e.g. <c>{"a":1}</c> or <c>null</c>.</summary>
+        public string Text;
+
+        /// <summary>A raw value holding text, which must be one JSON value.</summary>
+        public RawJson(string text) { Text = text; }
+
+        /// <summary>The raw value of a parsed value.</summary>
+        public static RawJson Of(object parsed) { return new RawJson(JsonValue.Write(parsed)); }
+
+        /// <inheritdoc/>
+        public void WriteJson(StringBuilder b) { b.Append(string.IsNullOrEmpty(Text) ? "null" : Text); }
+
+        /// <inheritdoc/>
+        public override string ToString() { return Text; }
+    }
+
+    /// <summary>Helpers the generated stubs call to read and write their classes.</summary>
+    public static class JsonGen
+    {
+        /// <summary>Appends a key of an object, with the comma before it unless it is the first.</summary>
+        public static void Key(StringBuilder b, ref bool first, string key)
+        {
+            if (!first) b.Append(',');
+            first = false;
+            JsonValue.Quote(b, key);
+            b.Append(':');
+        }
+
+        /// <summary>A JSON array's elements converted by f, or null when v is not an array.</summary>
+        public static List<T> ListOf<T>(object v, Func<object, T> f)
+        {
+            var l = v as List<object>;
+            if (l == null) return null;
+            var o = new List<T>(l.Count);
+            foreach (var e in l) o.Add(f(e));
+            return o;
+        }
+
+        /// <summary>A JSON object's values converted by f, or null when v is not an object.</summary>
+        public static Dictionary<string, T> MapOf<T>(object v, Func<object, T> f)
+        {
+            var d = v as Dictionary<string, object>;
+            if (d == null) return null;
+            var o = new Dictionary<string, T>(d.Count);
+            foreach (var e in d) o[e.Key] = f(e.Value);
+            return o;
+        }
+
+        /// <summary>v as a double, or null when it is not a number.</summary>
+        public static double? NullableDouble(object v) { return v is double ? (double?)(double)v : null; }
+
+        /// <summary>v as a long, or null when it is not a number.</summary>
+        public static long? NullableLong(object v) { return v is double ? (long?)JsonValue.AsLong(v) : null; }
+
+        /// <summary>v as a bool, or null when it is not one.</summary>
+        public static bool? NullableBool(object v) { return v is bool ? (bool?)(bool)v : null; }
+
+        /// <summary>Parses a body's text; an empty body is null.</summary>
+        public static object Parse(string text) { return string.IsNullOrEmpty(text) ? null : JsonValue.Parse(text); }
+    }
+
     /// <summary>A type that writes itself as JSON (the generated body classes do).</summary>
     public interface IJsonWritable
     {
