@@ -186,6 +186,9 @@ namespace Shield
             }
         }
 
+        /// <summary>Frames received on the current connection (tests).</summary>
+        internal long FramesReceived { get { lock (mu) return link == null ? 0 : link.Rx; } }
+
         /// <summary>Drops the current link as if the network had failed (tests: a flap).</summary>
         internal void DropForTest()
         {
