@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The C# client's tests: builds the client, the example game's stubs, the
-# docs/clients.md example and the test program (Tests/) with csc (Roslyn)
+# generator's golden C# stubs, the docs/clients.md example and the test
+# program (Tests/) with csc (Roslyn)
 # or, where only Mono's mcs is installed (Debian's mono-complete), mcs;
 # starts a gateway built from this tree serving the example game on four
 # loopback listeners (TCP and WebSocket, idlen and typelen) with resume on;
@@ -32,6 +33,15 @@ command -v mono >/dev/null 2>&1 || fail "mono is not installed (apt-get install 
 (cd "$root" && go build -o "$tmp/gateway" ./cmd/gateway) >&2 || fail "go build ./cmd/gateway failed"
 "${csc[@]}" -warnaserror -out:"$tmp/tests.exe" "$here"/Runtime/*.cs "$here"/Samples/Game/Routes.cs "$here"/Samples/DocExample.cs "$here"/Tests/*.cs >&2 \
   || fail "${csc[0]} failed"
+
+# The generator's C# golden stubs (internal/gen/testdata/cs) compile too.
+"${csc[@]}" -warnaserror -target:library -out:"$tmp/Shield.Client.dll" "$here"/Runtime/*.cs >&2 || fail "${csc[0]} failed on Runtime"
+for golden in "$root"/internal/gen/testdata/cs/*.txt; do
+  name=$(basename "$golden" .txt)
+  awk '/^-- Routes.cs --$/{p=1;next} /^-- .* --$/{p=0} p' "$golden" >"$tmp/golden_$name.cs"
+  "${csc[@]}" -warnaserror -target:library -r:"$tmp/Shield.Client.dll" -out:"$tmp/golden_$name.dll" "$tmp/golden_$name.cs" >&2 \
+    || fail "the C# stubs of $golden do not compile"
+done
 
 mapfile -t ports < <(mono "$tmp/tests.exe" --free-ports 5)
 [ "${#ports[@]}" -eq 5 ] || fail "no free ports"

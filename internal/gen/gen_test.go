@@ -52,11 +52,14 @@ func parseGolden(t testing.TB, data string) []section {
 
 // TestGolden runs every testdata/*.txt: a config (actors.yaml), its schema
 // files (schemas/NAME.json) and options (a "body: protobuf" line), then
-// the TypeScript and Go stubs the generator must write for it; a cs_*.txt
-// file holds the C# stubs (Routes.cs) instead.
+// the TypeScript and Go stubs the generator must write for it. The files
+// of testdata/cs/ hold the C# stubs (Routes.cs) instead (a folder of their
+// own: clients/ts reads every testdata/*.txt for its routes.ts section).
 func TestGolden(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil || len(files) == 0 {
+	csFiles, _ := filepath.Glob(filepath.Join("testdata", "cs", "*.txt"))
+	files = append(files, csFiles...)
+	if err != nil || len(files) == 0 || len(csFiles) == 0 {
 		t.Fatalf("no golden files in testdata (%v)", err)
 	}
 	for _, path := range files {
@@ -73,7 +76,7 @@ func TestGolden(t *testing.T) {
 				header = string(data[:i])
 			}
 			langs, names := []string{"ts", "go"}, []string{"routes.ts", "routes.go"}
-			if strings.HasPrefix(filepath.Base(path), "cs_") {
+			if filepath.Base(filepath.Dir(path)) == "cs" {
 				langs, names = []string{"cs"}, []string{"Routes.cs"}
 			}
 			var kept []section
