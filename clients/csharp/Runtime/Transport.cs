@@ -190,20 +190,34 @@ namespace Shield
             }
         }
 
+        // Sends are chained, never waited for by the caller: a thread that
+        // blocked on each SendAsync would starve the thread pool that
+        // completes them (Mono's ClientWebSocket) when many calls are in
+        // flight. A send that fails aborts the socket, so that the reader
+        // sees the end of the connection.
+        Task sending = Task.FromResult(true);
+        int queued;
+
         public override void Send(params byte[][] messages)
         {
+            if (ws.State != WebSocketState.Open) throw new IOException("the WebSocket is " + ws.State);
             lock (wlock)
             {
+                if (queued > 4096) throw new IOException("more than 4096 WebSocket messages waiting to be sent");
                 foreach (var m in messages)
                 {
-                    try
+                    var msg = m;
+                    queued++;
+                    sending = sending.ContinueWith(prev =>
                     {
-                        Await(ws.SendAsync(new ArraySegment<byte>(m), WebSocketMessageType.Binary, true, stop.Token), 10000, CancellationToken.None, "WebSocket send");
-                    }
-                    catch (ShieldTimeoutException e)
+                        if (prev.IsFaulted || prev.IsCanceled) return prev;
+                        return ws.SendAsync(new ArraySegment<byte>(msg), WebSocketMessageType.Binary, true, stop.Token);
+                    }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default).Unwrap();
+                    sending.ContinueWith(t =>
                     {
-                        throw new IOException(e.Message, e);
-                    }
+                        lock (wlock) queued--;
+                        if (t.IsFaulted || t.IsCanceled) Dispose();
+                    }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
                 }
             }
         }
@@ -232,8 +246,11 @@ namespace Shield
             return true;
         }
 
+        int disposed;
+
         public override void Dispose()
         {
+            if (Interlocked.Exchange(ref disposed, 1) != 0) return;
             try { stop.Cancel(); } catch (ObjectDisposedException) { }
             try { ws.Abort(); } catch (Exception) { }
             ws.Dispose();
