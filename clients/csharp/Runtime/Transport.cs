@@ -190,35 +190,47 @@ namespace Shield
             }
         }
 
-        // Sends are chained, never waited for by the caller: a thread that
-        // blocked on each SendAsync would starve the thread pool that
-        // completes them (Mono's ClientWebSocket) when many calls are in
-        // flight. A send that fails aborts the socket, so that the reader
-        // sees the end of the connection.
-        Task sending = Task.FromResult(true);
-        int queued;
+        // Sends are queued and written by one asynchronous pump, never
+        // waited for by the caller: a thread that blocked on each SendAsync
+        // would starve the thread pool that completes them (Mono's
+        // ClientWebSocket) when many calls are in flight. A send that fails
+        // aborts the socket, so that the reader sees the end of the
+        // connection.
+        readonly Queue<byte[]> outbox = new Queue<byte[]>();
+        bool pumping;
 
         public override void Send(params byte[][] messages)
         {
             if (ws.State != WebSocketState.Open) throw new IOException("the WebSocket is " + ws.State);
             lock (wlock)
             {
-                if (queued > 4096) throw new IOException("more than 4096 WebSocket messages waiting to be sent");
-                foreach (var m in messages)
+                if (outbox.Count > 4096) throw new IOException("more than 4096 WebSocket messages waiting to be sent");
+                foreach (var m in messages) outbox.Enqueue(m);
+                if (pumping) return;
+                pumping = true;
+            }
+            Task.Run(Pump);
+        }
+
+        async Task Pump()
+        {
+            try
+            {
+                for (;;)
                 {
-                    var msg = m;
-                    queued++;
-                    sending = sending.ContinueWith(prev =>
+                    byte[] m;
+                    lock (wlock)
                     {
-                        if (prev.IsFaulted || prev.IsCanceled) return prev;
-                        return ws.SendAsync(new ArraySegment<byte>(msg), WebSocketMessageType.Binary, true, stop.Token);
-                    }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default).Unwrap();
-                    sending.ContinueWith(t =>
-                    {
-                        lock (wlock) queued--;
-                        if (t.IsFaulted || t.IsCanceled) Dispose();
-                    }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+                        if (outbox.Count == 0) { pumping = false; return; }
+                        m = outbox.Dequeue();
+                    }
+                    await ws.SendAsync(new ArraySegment<byte>(m), WebSocketMessageType.Binary, true, stop.Token).ConfigureAwait(false);
                 }
+            }
+            catch (Exception)
+            {
+                lock (wlock) { pumping = false; outbox.Clear(); }
+                Dispose();
             }
         }
 
