@@ -186,6 +186,16 @@ namespace Shield.Tests
                 T.Ok(a.Heartbeat(), "heartbeat sent");
                 T.Until(() => a.FramesReceived > rx, 5000, "the heartbeat's echo");
                 T.Eq(a.PendingCalls, 0, "pending calls");
+                // A declared deadline: the deadline frame right before its request (docs/protocol.md §11).
+                var od = Opts(env);
+                od.DeclareDeadlines = true;
+                using (var d = Connect(url, od))
+                {
+                    string ud = User("dl");
+                    T.Eq(T.Get(d.LoginAsync(new LoginRequest { User = ud }, TimeSpan.FromSeconds(5)), 10000, "login with a deadline").PlayerId, ud, "deadline login");
+                    T.Get(d.JoinRoomAsync(new JoinRoomRequest { Room = User("dlroom") }, TimeSpan.FromSeconds(5)), 10000, "join with a deadline");
+                    T.Eq(d.State, ClientState.Open, "still open after deadline frames");
+                }
                 // A notice: a login as a's player from elsewhere kicks a (duplicate_login: kick_old).
                 using (var c = Connect(url, Opts(env)))
                 {
