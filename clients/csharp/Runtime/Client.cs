@@ -162,19 +162,22 @@ namespace Shield
                     return Failed(e);
                 }
                 pending[id] = p;
-            }
-            if (ms > 0 || ct.CanBeCanceled)
-            {
-                p.Cts = CancellationTokenSource.CreateLinkedTokenSource(ct);
-                if (ms > 0) p.Cts.CancelAfter(ms);
-                p.Reg = p.Cts.Token.Register(() =>
+                // The timer is set while p is pending, so that an answer can
+                // always release it (the callback waits for mu if it fires now).
+                if (ms > 0 || ct.CanBeCanceled)
                 {
-                    if (Take(id, p) == null) return;
-                    p.Tcs.TrySetException(ct.IsCancellationRequested
-                        ? (Exception)new OperationCanceledException("call cancelled", ct)
-                        : new ShieldTimeoutException("no answer on route " + route + " within " + ms + " ms"));
-                    ThreadPool.QueueUserWorkItem(_ => Release(p));
-                });
+                    p.Cts = CancellationTokenSource.CreateLinkedTokenSource(ct);
+                    if (ms > 0) p.Cts.CancelAfter(ms);
+                    var cid = id;
+                    p.Reg = p.Cts.Token.Register(() =>
+                    {
+                        if (Take(cid, p) == null) return;
+                        p.Tcs.TrySetException(ct.IsCancellationRequested
+                            ? (Exception)new OperationCanceledException("call cancelled", ct)
+                            : new ShieldTimeoutException("no answer on route " + route + " within " + ms + " ms"));
+                        ThreadPool.QueueUserWorkItem(_ => Release(p));
+                    });
+                }
             }
             Write(l, wire);
             return p.Tcs.Task;
