@@ -84,6 +84,7 @@ ready || { cat "$tmp/gateway.log" >&2; fail "the gateway is not ready after 30 s
 
 export SHIELD_ROOT="$root"
 export SHIELD_TCP_IDLEN="tcp://127.0.0.1:${ports[0]}" SHIELD_TCP_TYPELEN="tcp://127.0.0.1:${ports[1]}"
+export SHIELD_ADMIN="http://127.0.0.1:${ports[4]}"
 export SHIELD_WS_IDLEN="ws://127.0.0.1:${ports[2]}/ws" SHIELD_WS_TYPELEN="ws://127.0.0.1:${ports[3]}/ws"
 set +e
 timeout 600 mono --debug "$tmp/tests.exe"

@@ -27,6 +27,23 @@ namespace Shield.Tests
 
         static int seq;
 
+        /// <summary>An unlabelled metric of the gateway's /metrics (SHIELD_ADMIN); -1 when absent.</summary>
+        static double Metric(string name)
+        {
+            var req = (System.Net.HttpWebRequest)System.Net.WebRequest.Create(Env("SHIELD_ADMIN") + "/metrics");
+            req.Timeout = 5000;
+            req.ReadWriteTimeout = 5000;
+            using (var resp = req.GetResponse())
+            using (var r = new StreamReader(resp.GetResponseStream()))
+            {
+                string line;
+                while ((line = r.ReadLine()) != null)
+                    if (line.StartsWith(name + " ", StringComparison.Ordinal))
+                        return double.Parse(line.Substring(name.Length + 1), System.Globalization.CultureInfo.InvariantCulture);
+            }
+            return -1;
+        }
+
         /// <summary>A user name no other test uses.</summary>
         static string User(string p) { return p + "-" + Interlocked.Increment(ref seq) + "-" + Environment.TickCount % 100000; }
 
@@ -221,7 +238,7 @@ namespace Shield.Tests
             string ua = User("ra"), ub = User("rb"), room = User("rroom");
             var events = new List<string>();
             Action<string> log = s => { lock (events) events.Add(s); };
-            var a = Connect(url, Opts(env, new ReconnectOptions { BaseMs = 700, MaxMs = 700, Jitter = 0, Attempts = 3 }));
+            var a = Connect(url, Opts(env, new ReconnectOptions { BaseMs = 1500, MaxMs = 1500, Jitter = 0, Attempts = 3 }));
             var b = Connect(url, Opts(env));
             try
             {
@@ -239,7 +256,8 @@ namespace Shield.Tests
                 a.DropForTest();
                 T.Ok(T.Fails(pending, 5000, "the pending call") is ShieldClosedException, "pending call failed with ShieldClosedException");
                 T.Ok(T.Fails(a.ProfileAsync(null), 1000, "a call while reconnecting") is ShieldClosedException, "no calls while reconnecting");
-                Thread.Sleep(250); // the gateway sees the EOF and suspends the session
+                // The gateway sees the EOF and suspends the session: what it sends from now on is queued.
+                T.Until(() => Metric("shield_sessions_suspended") >= 1, 5000, "the session suspended (shield_sessions_suspended)");
                 for (int i = 1; i <= 3; i++) T.Get(b.MoveAsync(new MoveRequest { X = i, Y = 0 }), 10000, "move " + i);
                 T.Until(() => { lock (events) return events.Count >= 6; }, 10000, "six events");
                 Thread.Sleep(100);
