@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The C# client's tests: builds the client, the example game's stubs, the
 # generator's golden C# stubs, the docs/clients.md example and the test
-# program (Tests/) with csc (Roslyn)
+# program (Tests~/) with csc (Roslyn)
 # or, where only Mono's mcs is installed (Debian's mono-complete), mcs;
 # starts a gateway built from this tree serving the example game on four
 # loopback listeners (TCP and WebSocket, idlen and typelen) with resume on;
@@ -31,7 +31,7 @@ if command -v csc >/dev/null 2>&1; then csc=(csc -nologo -langversion:7.3); else
 command -v mono >/dev/null 2>&1 || fail "mono is not installed (apt-get install mono-complete)"
 
 (cd "$root" && go build -o "$tmp/gateway" ./cmd/gateway) >&2 || fail "go build ./cmd/gateway failed"
-"${csc[@]}" -warnaserror -out:"$tmp/tests.exe" "$here"/Runtime/*.cs "$here"/Samples/Game/Routes.cs "$here"/Samples/DocExample.cs "$here"/Tests/*.cs >&2 \
+"${csc[@]}" -warnaserror -out:"$tmp/tests.exe" "$here"/Runtime/*.cs "$here"/Samples~/Game/Routes.cs "$here"/Samples~/DocExample.cs "$here"/Tests~/*.cs >&2 \
   || fail "${csc[0]} failed"
 
 # The generator's C# golden stubs (internal/gen/testdata/cs) compile too.

@@ -165,7 +165,7 @@ func generate(t testing.TB, file string, o gen.Options) gen.Output {
 //
 //	go run ./cmd/gateway gen -c configs/actors.yaml -schemas configs/schemas -lang ts -o clients/ts/examples/game
 //	go run ./cmd/gateway gen -c configs/actors.yaml -schemas configs/schemas -lang go -o client/examples/game
-//	go run ./cmd/gateway gen -c configs/actors.yaml -schemas configs/schemas -lang cs -package Shield.Examples.Game -o clients/csharp/Samples/Game
+//	go run ./cmd/gateway gen -c configs/actors.yaml -schemas configs/schemas -lang cs -package Shield.Examples.Game -o clients/csharp/Samples~/Game
 //
 // write them, and fails when a committed copy is stale.
 func TestExampleStubs(t *testing.T) {
@@ -173,7 +173,7 @@ func TestExampleStubs(t *testing.T) {
 	for _, c := range []struct{ lang, pkg, dir string }{
 		{"ts", "game", filepath.Join(root, "clients", "ts", "examples", "game")},
 		{"go", "game", filepath.Join(root, "client", "examples", "game")},
-		{"cs", "Shield.Examples.Game", filepath.Join(root, "clients", "csharp", "Samples", "Game")},
+		{"cs", "Shield.Examples.Game", filepath.Join(root, "clients", "csharp", "Samples~", "Game")},
 	} {
 		out := generate(t, filepath.Join(root, "configs", "actors.yaml"), gen.Options{
 			Lang: c.lang, Package: c.pkg, SchemasDir: filepath.Join(root, "configs", "schemas"), Source: "configs/actors.yaml",

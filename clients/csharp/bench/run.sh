@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Calls per second of one client connection, the C# client (Tests/Bench.cs,
+# Calls per second of one client connection, the C# client (Tests~/Bench.cs,
 # under mono) beside the TypeScript (clients/ts/bench/calls.mjs) and Go
 # (client/examples/callbench) clients, over TCP and WebSocket, with 1 and 16
 # calls in flight, against one echo gateway (clients/ts/bench/echo.yaml, idlen)
@@ -16,7 +16,7 @@ gw=
 trap 'if [ -n "$gw" ]; then kill "$gw" 2>/dev/null || true; wait "$gw" 2>/dev/null || true; fi; rm -rf "$tmp"' EXIT
 if command -v csc >/dev/null 2>&1; then csc=(csc -nologo -optimize+); else csc=(mcs -optimize+); fi
 (cd "$root" && go build -o "$tmp/gateway" ./cmd/gateway && go build -o "$tmp/callbench" ./client/examples/callbench)
-"${csc[@]}" -out:"$tmp/bench.exe" "$here"/Runtime/*.cs "$here"/Samples/Game/Routes.cs "$here"/Samples/DocExample.cs "$here"/Tests/*.cs >/dev/null
+"${csc[@]}" -out:"$tmp/bench.exe" "$here"/Runtime/*.cs "$here"/Samples~/Game/Routes.cs "$here"/Samples~/DocExample.cs "$here"/Tests~/*.cs >/dev/null
 cd "$root/clients/ts"
 "$tmp/gateway" run -c bench/echo.yaml & gw=$!
 for _ in $(seq 100); do { exec 3<>/dev/tcp/127.0.0.1/7401; } 2>/dev/null && { exec 3<&- 3>&-; break; }; sleep 0.1; done

@@ -65,7 +65,7 @@ namespace Shield.Tests
             add("codec: docs/protocol.md §10 bytes", CodecBytes);
             add("codec: malformed messages", CodecMalformed);
             add("json: read and write", JsonRoundTrip);
-            add("doc snippet: docs/clients.md is Samples/DocExample.cs", DocSnippet);
+            add("doc snippet: docs/clients.md is Samples~/DocExample.cs", DocSnippet);
             foreach (var lis in new[] { "TCP_IDLEN", "TCP_TYPELEN", "WS_IDLEN", "WS_TYPELEN" })
             {
                 var name = lis;
@@ -160,10 +160,10 @@ namespace Shield.Tests
             T.Ok(at >= 0, "docs/clients.md has a ```csharp block");
             at += "```csharp\n".Length;
             string snippet = doc.Substring(at, doc.IndexOf("```", at, StringComparison.Ordinal) - at);
-            var src = File.ReadAllText(Path.Combine(root, "clients", "csharp", "Samples", "DocExample.cs"));
+            var src = File.ReadAllText(Path.Combine(root, "clients", "csharp", "Samples~", "DocExample.cs"));
             int b = src.IndexOf("// doc:begin\n", StringComparison.Ordinal) + "// doc:begin\n".Length, e = src.IndexOf("            // doc:end", StringComparison.Ordinal);
             var lines = src.Substring(b, e - b).Split('\n').Select(x => x.Length >= 12 ? x.Substring(12) : x.TrimStart());
-            T.Eq(snippet, string.Join("\n", lines), "the snippet (docs/clients.md's first ```csharp block vs Samples/DocExample.cs between the markers)");
+            T.Eq(snippet, string.Join("\n", lines), "the snippet (docs/clients.md's first ```csharp block vs Samples~/DocExample.cs between the markers)");
         }
 
         /// <summary>Login, join, a push, an error, a notify, a heartbeat, status frames and a notice, through the generated stubs.</summary>
