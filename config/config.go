@@ -24,6 +24,7 @@ type Config struct {
 	Storage *Storage // nil: every shield.kv function raises client_rpc.unavailable
 	Network Network
 	Log     Log
+	Tracing Tracing
 	Lua     Lua
 	Session Session
 	Actors  []Actor

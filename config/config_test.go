@@ -56,6 +56,7 @@ func TestDefaults(t *testing.T) {
 			HeapLimitBytes: 2147483648,
 			HTTP:           config.HTTP{Timeout: 5 * time.Second, MaxResponseBytes: 1048576},
 		},
+		Tracing: config.Tracing{SampleRatio: 0.1},
 		Session: config.Session{
 			IdleTimeout:        60 * time.Second,
 			WriteTimeout:       5 * time.Second,
@@ -568,5 +569,18 @@ func BenchmarkParse100x100(b *testing.B) {
 		if _, errs := config.Parse(file, data); len(errs) > 0 {
 			b.Fatal(errs)
 		}
+	}
+}
+
+// TestTracingKeys: every key of the tracing block (docs/tracing.md).
+func TestTracingKeys(t *testing.T) {
+	cfg := parseOK(t, "tracing:\n  enabled: true\n  endpoint: https://otel.example:4318/v1/traces\n  sample_ratio: 1\n  service_name: game-eu\n"+
+		routesHead+"        - {id: 1001, binding: login}\n")
+	want := config.Tracing{Enabled: true, Endpoint: "https://otel.example:4318/v1/traces", SampleRatio: 1, ServiceName: "game-eu"}
+	if cfg.Tracing != want {
+		t.Errorf("tracing = %+v, want %+v", cfg.Tracing, want)
+	}
+	if cfg := parseOK(t, "tracing: {sample_ratio: 0}\n"+routesHead+"        - {id: 1001, binding: login}\n"); cfg.Tracing.SampleRatio != 0 {
+		t.Errorf("sample_ratio 0 read as %v", cfg.Tracing.SampleRatio)
 	}
 }

@@ -56,8 +56,9 @@ const (
 // actor. Decoding starts from it, so a key the file leaves out keeps its value.
 func Default() Config {
 	return Config{
-		Node: Node{Name: DefaultNodeName},
-		Log:  Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+		Node:    Node{Name: DefaultNodeName},
+		Log:     Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+		Tracing: Tracing{SampleRatio: DefaultSampleRatio},
 		Lua: Lua{
 			MaxStringBytes: DefaultMaxStringBytes,
 			HeapLimitBytes: DefaultHeapLimitBytes,

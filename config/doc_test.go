@@ -104,7 +104,7 @@ func acceptedKeys(t *testing.T) []string {
 	}
 	defer func() { mappingHook = nil }()
 	base := strings.Replace(docBase, "{name: game,", "{name: game, tls: {cert_file: c, key_file: k}, protocol: {envelope: idlen},", 1)
-	base = strings.Replace(base, "session:", "", 1) + "session: {rate_limit: {per_second: 1}}\nlog: {}\nlua: {http: {}}\n"
+	base = strings.Replace(base, "session:", "", 1) + "session: {rate_limit: {per_second: 1}}\nlog: {}\ntracing: {}\nlua: {http: {}}\n"
 	if _, errs := Parse("/doc/shield.yaml", []byte(base)); len(errs) > 0 {
 		t.Fatalf("the probe config: %v", errs)
 	}

@@ -400,6 +400,24 @@ var errCases = []errCase{
 	{"unknown key top cluster", valid + "clustr: {}\n",
 		[][]string{{file + ":10:", `the top level: unknown key "clustr" (did you mean "cluster"?)`}}},
 
+	// tracing.
+	{"tracing endpoint not http", valid + "tracing: {enabled: true, endpoint: \"grpc://127.0.0.1:4317\"}\n",
+		[][]string{{file + ":10:", `tracing.endpoint: "grpc://127.0.0.1:4317" is not an http(s) URL such as "http://127.0.0.1:4318/v1/traces"`}}},
+	{"tracing endpoint no host", valid + "tracing: {endpoint: \"http:///v1/traces\"}\n",
+		[][]string{{file + ":10:", `tracing.endpoint: "http:///v1/traces" is not an http(s) URL`}}},
+	{"tracing endpoint empty", valid + "tracing: {endpoint: \"\"}\n",
+		[][]string{{file + ":10:", "tracing.endpoint: must not be empty"}}},
+	{"tracing ratio above 1", valid + "tracing: {sample_ratio: 1.5}\n",
+		[][]string{{file + ":10:", "tracing.sample_ratio: 1.5 is out of range [0, 1]"}}},
+	{"tracing ratio negative", valid + "tracing: {sample_ratio: -0.1}\n",
+		[][]string{{file + ":10:", "tracing.sample_ratio: -0.1 is out of range [0, 1]"}}},
+	{"tracing ratio not a number", valid + "tracing: {sample_ratio: half}\n",
+		[][]string{{file + ":10:", `tracing.sample_ratio: must be a number from 0 to 1, got the string "half"`}}},
+	{"tracing enabled not a bool", valid + "tracing: {enabled: yes please}\n",
+		[][]string{{file + ":10:", "tracing.enabled: must be"}}},
+	{"unknown key tracing", valid + "tracing: {sample_rate: 0.5}\n",
+		[][]string{{file + ":10:", `tracing: unknown key "sample_rate" (did you mean "sample_ratio"?)`}}},
+
 	// storage.
 	{"unknown key storage", valid + "storage: {bucket: []}\n",
 		[][]string{{file + ":10:", `storage: unknown key "bucket" (did you mean "buckets"?)`}}},

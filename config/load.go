@@ -238,6 +238,7 @@ func (d *decoder) root(n *yaml.Node, cfg *Config) bool {
 				"level":  d.enum(&cfg.Log.Level, w, "log.level", logLevels),
 			})
 		},
+		"tracing": func(v *yaml.Node) { d.tracing(v, &cfg.Tracing) },
 		"lua": func(v *yaml.Node) {
 			d.mapping(v, w, "lua", fields{
 				"max_string_bytes": d.int64In(&cfg.Lua.MaxStringBytes, w, "lua.max_string_bytes", 1, math.MaxInt64),

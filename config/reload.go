@@ -9,7 +9,7 @@ import (
 // RestartNeeded lists what a reload from old to next would change that
 // only a restart may (SPEC §12), each as its message's <what>: a top-level
 // key other than actors ("node", "cluster", "storage", "network",
-// "session", "log", "lua"), "the set of actors", or "instances of <actor>".
+// "session", "log", "tracing", "lua"), "the set of actors", or "instances of <actor>".
 // Where a key is written (its line) is not a change. Empty: the reload may
 // go on.
 func RestartNeeded(old, next *Config) []string {
@@ -24,6 +24,7 @@ func RestartNeeded(old, next *Config) []string {
 		{"network", old.Network, next.Network},
 		{"session", old.Session, next.Session},
 		{"log", old.Log, next.Log},
+		{"tracing", old.Tracing, next.Tracing},
 		{"lua", old.Lua, next.Lua},
 	} {
 		if !sameIgnoringLines(reflect.ValueOf(k.a), reflect.ValueOf(k.b)) {
