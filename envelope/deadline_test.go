@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -13,6 +14,7 @@ import (
 // wrappers. Each decodes back to what was encoded.
 func TestDeadlineFrames(t *testing.T) {
 	body := hexOf(`{"deadline_ms":2500}`)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	for _, c := range []struct {
 		env  string
 		f    Frame
@@ -25,6 +27,13 @@ func TestDeadlineFrames(t *testing.T) {
 			`{"type":"request","route_id":3,"request_id":5,"deadline_ms":2500,"payload":{}}` + "\n", true},
 		{NameLenprefix, Frame{Kind: Request, RouteID: 3, RequestID: 5, DeadlineMS: 2500},
 			"00000041" + hexOf(`{"type":"request","route_id":3,"request_id":5,"deadline_ms":2500}`), false},
+		// A traceparent (docs/tracing.md) rides in the same frame, alone
+		// or beside the deadline.
+		{NameIdlen, Frame{Kind: Deadline, RequestID: 5, TraceParent: tp}, "00000051 01 000000 00000005" + hexOf(`{"traceparent":"`+tp+`"}`), false},
+		{NameTypelen, Frame{Kind: Deadline, RequestID: 5, DeadlineMS: 2500, TraceParent: tp},
+			"00000068 01 08 0000 0000000000000005" + hexOf(`{"deadline_ms":2500,"traceparent":"`+tp+`"}`), false},
+		{NameDelimiter, Frame{Kind: Request, RouteID: 3, RequestID: 5, TraceParent: tp, Body: []byte(`{}`)},
+			`{"type":"request","route_id":3,"request_id":5,"traceparent":"` + tp + `","payload":{}}` + "\n", true},
 	} {
 		// The client encodes with a FromServer framer (it reads the
 		// gateway's frames) and the gateway decodes with a FromClient one.
@@ -60,7 +69,12 @@ func TestBadDeadlineFrames(t *testing.T) {
 		{"idlen string", NameIdlen, "0000001b 01 000000 00000005" + idlen(`{"deadline_ms":"1"}`), false, ReasonBadSystemFrame},
 		{"idlen another key", NameIdlen, "0000001f 01 000000 00000005" + idlen(`{"deadline_ms":1,"x":2}`), false, ReasonBadSystemFrame},
 		{"idlen not JSON", NameIdlen, "0000000b 01 000000 00000005 616263", false, ReasonBadSystemFrame},
-		{"idlen body too long for one", NameIdlen, "00000042 01 000000 00000005", false, ReasonBadSystemFrame},
+		{"idlen body too long for one", NameIdlen, "00000090 01 000000 00000005", false, ReasonBadSystemFrame},
+		{"idlen traceparent a number", NameIdlen, "00000019 01 000000 00000005" + idlen(`{"traceparent":1}`), false, ReasonBadSystemFrame},
+		{"idlen traceparent empty", NameIdlen, "0000001a 01 000000 00000005" + idlen(`{"traceparent":""}`), false, ReasonBadSystemFrame},
+		{"idlen traceparent too long", NameIdlen, "00000052 01 000000 00000005" + idlen(`{"traceparent":"`+strings.Repeat("a", 56)+`"}`), false, ReasonBadSystemFrame},
+		{"idlen traceparent and another key", NameIdlen, "00000021 01 000000 00000005" + idlen(`{"traceparent":"x","x":2}`), false, ReasonBadSystemFrame},
+		{"delimiter traceparent a number", NameDelimiter, `{"route_id":3,"request_id":5,"traceparent":1}` + "\n", true, ReasonBadWrapper},
 		{"typelen on a route", NameTypelen, "00000020 01 08 0001 0000000000000005" + idlen(`{"deadline_ms":2500}`), false, ReasonBadType},
 		{"typelen request_id 0", NameTypelen, "00000020 01 08 0000 0000000000000000" + idlen(`{"deadline_ms":2500}`), false, ReasonBadType},
 		{"typelen no body", NameTypelen, "0000000c 01 08 0000 0000000000000005", false, ReasonBadType},

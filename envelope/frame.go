@@ -83,11 +83,11 @@ func parseKind(s string) (Kind, bool) {
 //	Push       RouteID Route           Body
 //	Error      RouteID Route RequestID      Code Message RetryAfterMS
 //	Notice                                  Code Message Token GraceMS RetryAfterMS
-//	Deadline                   RequestID                                 DeadlineMS
+//	Deadline                   RequestID                                 DeadlineMS TraceParent
 //
-// A Request has a DeadlineMS too once it is paired with the Deadline
-// frame before it (the gateway does that), or from a legacy wrapper's
-// deadline_ms.
+// A Request has a DeadlineMS and a TraceParent too once it is paired with
+// the Deadline frame before it (the gateway does that), or from a legacy
+// wrapper's deadline_ms and traceparent.
 //
 // Route is only on the legacy envelopes' wire; idlen never carries an Error's
 // RouteID (its header says 0).
@@ -128,6 +128,10 @@ type Frame struct {
 	// DeadlineMS is the budget in milliseconds a client declares for a
 	// request (a Deadline frame's, or a Request's); 0 declares none.
 	DeadlineMS int64
+	// TraceParent is the W3C traceparent a client sends with a request
+	// (a Deadline frame's, or a Request's; docs/tracing.md), unparsed;
+	// "" sends none.
+	TraceParent string
 }
 
 // headerFrame builds the Frame of a header envelope (idlen, typelen) from
@@ -161,11 +165,11 @@ func headerFrame(f *Frame, kind Kind, routeID uint32, requestID uint64, body []b
 			f.Token = tok
 		}
 	case Deadline:
-		ms, err := parseDeadline(body)
+		ms, tp, err := parseDeadline(body)
 		if err != nil {
 			return err
 		}
-		f.RequestID, f.DeadlineMS = requestID, ms
+		f.RequestID, f.DeadlineMS, f.TraceParent = requestID, ms, tp
 	default:
 		// classify never returns another kind; failing closed keeps a
 		// future kind from being decoded half-way.
@@ -202,7 +206,7 @@ func appendHeaderBody(dst []byte, f *Frame) []byte {
 		}
 		return dst
 	case Deadline:
-		return appendDeadline(dst, f.DeadlineMS)
+		return appendDeadline(dst, f)
 	default:
 		return dst
 	}
@@ -222,7 +226,7 @@ func headerBodySize(f *Frame) int {
 		}
 		return 0
 	case Deadline:
-		return len(`{"deadline_ms":}`) + len(strconv.FormatInt(f.DeadlineMS, 10))
+		return deadlineSize(f)
 	default:
 		return 0
 	}

@@ -26,27 +26,31 @@ import (
 //   - a notice's token and grace_ms are a status frame's (SPEC §3), and an
 //     error's or a notice's retry_after_ms is a status body's;
 //   - a request's deadline_ms (an integer, 0 or absent: none) is the
-//     budget its client declares (docs/protocol.md "Deadlines");
+//     budget its client declares (docs/protocol.md "Deadlines"), and its
+//     traceparent (a string of at most 55 bytes) the trace it is part of
+//     (docs/tracing.md);
 //   - only the fields the frame's kind carries are kept (see Frame).
 //
 // Encoding writes the keys in the fixed order type, route, route_id,
-// request_id, deadline_ms, code, message, payload; it omits route when
-// empty, payload when Body is empty, a request's or notify's route_id when
-// 0, and deadline_ms unless a request declares one.
+// request_id, deadline_ms, traceparent, code, message, payload; it omits
+// route when empty, payload when Body is empty, a request's or notify's
+// route_id when 0, and deadline_ms and traceparent unless a request
+// carries one.
 
 // wrapper holds a wrapper's fields after their types were checked.
 type wrapper struct {
-	kind      Kind // 0 when "type" is absent
-	route     string
-	routeID   uint32
-	requestID uint64
-	code      string
-	message   string
-	token     string
-	graceMS   int64
-	retryMS   int64
-	deadline  int64
-	payload   json.RawMessage // a fresh copy, owned by the caller
+	kind        Kind // 0 when "type" is absent
+	route       string
+	routeID     uint32
+	requestID   uint64
+	code        string
+	message     string
+	token       string
+	graceMS     int64
+	retryMS     int64
+	deadline    int64
+	traceParent string
+	payload     json.RawMessage // a fresh copy, owned by the caller
 }
 
 // parseWrapper checks data's JSON and the types of its known fields. The
@@ -93,6 +97,9 @@ func parseWrapper(data []byte) (wrapper, error) {
 		return wrapper{}, badField("deadline_ms", m["deadline_ms"])
 	}
 	w.deadline = int64(deadline)
+	if w.traceParent, _, ok = jsonString(m["traceparent"]); !ok || len(w.traceParent) > maxTraceParent {
+		return wrapper{}, badField("traceparent", m["traceparent"])
+	}
 	routeID, ok := jsonUint(m["route_id"], math.MaxUint32)
 	if !ok {
 		return wrapper{}, badField("route_id", m["route_id"])
@@ -135,7 +142,7 @@ func legacyFrame(w wrapper, side Side) (Frame, error) {
 	case Request, Response:
 		f.Route, f.RouteID, f.RequestID, f.Body = w.route, w.routeID, w.requestID, nonEmpty(w.payload)
 		if kind == Request {
-			f.DeadlineMS = w.deadline
+			f.DeadlineMS, f.TraceParent = w.deadline, w.traceParent
 		}
 	case Notify, Push:
 		f.Route, f.RouteID, f.Body = w.route, w.routeID, nonEmpty(w.payload)
@@ -250,6 +257,10 @@ func appendWrapper(dst []byte, f *Frame, env string, oneLine bool) ([]byte, erro
 		dst = append(dst, `,"deadline_ms":`...)
 		dst = strconv.AppendInt(dst, f.DeadlineMS, 10)
 	}
+	if f.Kind == Request && f.TraceParent != "" {
+		dst = append(dst, `,"traceparent":`...)
+		dst = appendJSONString(dst, f.TraceParent)
+	}
 	switch f.Kind {
 	case Error, Notice:
 		// The status body's keys, at the top level (SPEC §3).
@@ -292,8 +303,8 @@ func checkWrapper(f *Frame, env string) error {
 // wrapperSize estimates appendWrapper's output so dst grows once.
 func wrapperSize(f *Frame) int {
 	const keys = len(`{"type":"","route":"","route_id":4294967295,"request_id":18446744073709551615,"code":"","message":"","payload":}`)
-	return keys + len("heartbeat") + len(f.Route) + len(f.Code) + len(f.Message) + len(f.Token) +
-		len(`,"token":"","grace_ms":9223372036854775807,"deadline_ms":9223372036854775807,"retry_after_ms":9223372036854775807`) + len(f.Body)
+	return keys + len("heartbeat") + len(f.Route) + len(f.Code) + len(f.Message) + len(f.Token) + len(f.TraceParent) +
+		len(`,"traceparent":"","token":"","grace_ms":9223372036854775807,"deadline_ms":9223372036854775807,"retry_after_ms":9223372036854775807`) + len(f.Body)
 }
 
 // wrapperBuffers are scratch buffers for legacySize.

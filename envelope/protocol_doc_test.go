@@ -40,9 +40,20 @@ func TestProtocolDocExamples(t *testing.T) {
 			t.Errorf("docs/protocol.md no longer shows %s", tc.hex)
 		}
 	}
+	// §12's traceparent frame, header in hex and body as text.
+	const tp = `{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`
+	dl := Frame{Kind: Deadline, RequestID: 5, TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	got, err := mustNew(t, NameIdlen, FromServer, 1<<16).AppendFrame(nil, &dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "00 00 00 51 01 00 00 00 00 00 00 05"; string(got[:12]) != string(hx(t, want)) || string(got[12:]) != tp ||
+		!strings.Contains(text, want+" "+tp) {
+		t.Errorf("the traceparent frame is % x %s; docs/protocol.md §12 shows another", got[:12], got[12:])
+	}
 	// The login's response, split over two lines in the document.
 	resp := Frame{Kind: Response, RouteID: 1001, RequestID: 1, Body: []byte(`{"player_id":"alice"}`)}
-	got, _ := mustNew(t, NameIdlen, FromServer, 1<<16).AppendFrame(nil, &resp)
+	got, _ = mustNew(t, NameIdlen, FromServer, 1<<16).AppendFrame(nil, &resp)
 	if string(got[:12]) != string(hx(t, "00 00 00 1d 01 00 03 e9 00 00 00 01")) {
 		t.Errorf("login response header % x", got[:12])
 	}

@@ -153,34 +153,82 @@ func parseResume(body []byte) (string, error) {
 	return tok, nil
 }
 
-// A client's Deadline frame's body is {"deadline_ms":N} (docs/protocol.md
-// "Deadlines"): exactly that key, N an integer of at least 1 written
-// without sign, fraction or exponent. The gateway clamps N; the envelope
-// only checks it is one.
+// A client's Deadline frame's body (docs/protocol.md "Deadlines",
+// docs/tracing.md) is an object of one or both of "deadline_ms": N, an
+// integer of at least 1 written without sign, fraction or exponent, and
+// "traceparent": a string of at most maxTraceParent bytes. The gateway
+// clamps N and parses the traceparent (ignoring one that is not W3C's);
+// the envelope only checks their types.
 
-// maxDeadlineBody bounds a Deadline frame's body: the key and 19 digits
-// fit, so a longer body is refused from its header, before it is read.
-const maxDeadlineBody = len(`{"deadline_ms":9223372036854775807}`) + 16 // and some spaces
+// maxTraceParent bounds a traceparent: W3C's version 00 is 55 bytes.
+const maxTraceParent = 55
+
+// maxDeadlineBody bounds a Deadline frame's body: both keys, 19 digits
+// and the longest traceparent fit, so a longer body is refused from its
+// header, before it is read.
+const maxDeadlineBody = len(`{"deadline_ms":9223372036854775807,"traceparent":""}`) + maxTraceParent + 16 // and some spaces
 
 // appendDeadline appends a Deadline frame's body.
-func appendDeadline(dst []byte, ms int64) []byte {
-	dst = append(dst, `{"deadline_ms":`...)
-	dst = strconv.AppendInt(dst, ms, 10)
+func appendDeadline(dst []byte, f *Frame) []byte {
+	dst = append(dst, '{')
+	if f.DeadlineMS > 0 {
+		dst = append(dst, `"deadline_ms":`...)
+		dst = strconv.AppendInt(dst, f.DeadlineMS, 10)
+	}
+	if f.TraceParent != "" {
+		if f.DeadlineMS > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"traceparent":`...)
+		dst = appendJSONString(dst, f.TraceParent)
+	}
 	return append(dst, '}')
+}
+
+// deadlineSize is how many bytes appendDeadline appends for a traceparent
+// without escapes (a valid one has none; encoders refuse the others).
+func deadlineSize(f *Frame) int {
+	n := len(`{}`)
+	if f.DeadlineMS > 0 {
+		n += len(`"deadline_ms":`) + len(strconv.FormatInt(f.DeadlineMS, 10))
+	}
+	if f.TraceParent != "" {
+		if f.DeadlineMS > 0 {
+			n++
+		}
+		n += len(`"traceparent":`) + jsonStringSize(f.TraceParent)
+	}
+	return n
 }
 
 // parseDeadline reads a Deadline frame's body; anything else is
 // bad_system_frame.
-func parseDeadline(body []byte) (int64, error) {
+func parseDeadline(body []byte) (ms int64, traceParent string, err error) {
 	var m map[string]json.RawMessage
-	if len(body) > maxDeadlineBody || json.Unmarshal(body, &m) != nil || len(m) != 1 {
-		return 0, protoErr(ReasonBadSystemFrame, "deadline body is not {\"deadline_ms\":N}: %q", prefix(body))
+	if len(body) > maxDeadlineBody || json.Unmarshal(body, &m) != nil || len(m) == 0 {
+		return 0, "", protoErr(ReasonBadSystemFrame, "deadline body is not {\"deadline_ms\":N} or {\"traceparent\":\"...\"}: %q", prefix(body))
 	}
-	n, ok := jsonUint(m["deadline_ms"], math.MaxInt64)
-	if !ok || n == 0 {
-		return 0, protoErr(ReasonBadSystemFrame, "deadline_ms is not a count of milliseconds of at least 1: %q", prefix(body))
+	known := 0
+	if raw, present := m["deadline_ms"]; present {
+		known++
+		n, ok := jsonUint(raw, math.MaxInt64)
+		if !ok || n == 0 {
+			return 0, "", protoErr(ReasonBadSystemFrame, "deadline_ms is not a count of milliseconds of at least 1: %q", prefix(body))
+		}
+		ms = int64(n)
 	}
-	return int64(n), nil
+	if raw, present := m["traceparent"]; present {
+		known++
+		tp, given, ok := jsonString(raw)
+		if !ok || !given || tp == "" || len(tp) > maxTraceParent {
+			return 0, "", protoErr(ReasonBadSystemFrame, "traceparent is not a string of 1 to %d bytes: %q", maxTraceParent, prefix(body))
+		}
+		traceParent = tp
+	}
+	if known != len(m) {
+		return 0, "", protoErr(ReasonBadSystemFrame, "deadline body has a key other than deadline_ms and traceparent: %q", prefix(body))
+	}
+	return ms, traceParent, nil
 }
 
 // jsonString decodes a raw JSON value that must be a string. Absent (nil) and

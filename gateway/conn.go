@@ -361,7 +361,7 @@ func (c *conn) handle(f *envelope.Frame, now time.Time) (session.Reason, *envelo
 }
 
 // pairDeadline keeps a Deadline frame for the request that must follow it,
-// and gives that request its deadline_ms. Anything else after a Deadline
+// and gives that request its deadline_ms and traceparent. Anything else after a Deadline
 // frame (a heartbeat included: a client writes the two together) is a
 // protocol error, as a second Deadline is.
 func (c *conn) pairDeadline(f *envelope.Frame) *envelope.ProtocolError {
@@ -369,13 +369,13 @@ func (c *conn) pairDeadline(f *envelope.Frame) *envelope.ProtocolError {
 	c.declared = envelope.Frame{}
 	switch {
 	case d.Kind == 0: // f is a Deadline
-		c.declared = envelope.Frame{Kind: envelope.Deadline, RequestID: f.RequestID, DeadlineMS: f.DeadlineMS}
+		c.declared = envelope.Frame{Kind: envelope.Deadline, RequestID: f.RequestID, DeadlineMS: f.DeadlineMS, TraceParent: f.TraceParent}
 		return nil
 	case f.Kind != envelope.Request || f.RequestID != d.RequestID:
 		return &envelope.ProtocolError{Reason: envelope.ReasonBadSystemFrame,
 			Detail: fmt.Sprintf("a deadline for request %d followed by a %s with request_id %d", d.RequestID, f.Kind, f.RequestID)}
 	}
-	f.DeadlineMS = d.DeadlineMS
+	f.DeadlineMS, f.TraceParent = d.DeadlineMS, d.TraceParent
 	return nil
 }
 
