@@ -10,6 +10,7 @@ import (
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
 	"github.com/shieldrpc/shield/luavm"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // The conversions between Shield's plain-data messages and their protobuf
@@ -59,6 +60,7 @@ func ingressPB(in *ingress.ClientIngress, now time.Time) *pb.Instance {
 	return &pb.Instance{Kind: &pb.Instance_Ingress{Ingress: &pb.Ingress{
 		Ref: refPB(c.Ref), Route: c.Route, RouteId: c.RouteID, RequestId: c.RequestID, RemoteAddr: c.RemoteAddr,
 		Body: in.Body, Codec: in.Codec, Unwrap: in.Unwrap, AgeNanos: int64(now.Sub(in.Received)), BudgetNanos: int64(in.Budget),
+		Traceparent: in.Trace.TraceParent(),
 	}}}
 }
 
@@ -67,15 +69,25 @@ func ingressOf(m *pb.Ingress, reply string, now time.Time) *ingress.ClientIngres
 		Client: ingress.ClientContext{Ref: refOf(m.Ref), Route: m.Route, RouteID: m.RouteId, RequestID: m.RequestId,
 			RemoteAddr: m.RemoteAddr},
 		Body: m.Body, Codec: m.Codec, Unwrap: m.Unwrap, Received: now.Add(-time.Duration(m.AgeNanos)), Reply: reply,
-		Budget: time.Duration(max(m.BudgetNanos, 0)),
+		Budget: time.Duration(max(m.BudgetNanos, 0)), Trace: traceOf(m.Traceparent),
 	}
+}
+
+// traceOf reads a message's traceparent: empty, or one another node
+// wrote; anything else is no trace (the node's spans start none).
+func traceOf(tp string) tracing.Context {
+	if tp == "" {
+		return tracing.Context{}
+	}
+	c, _ := tracing.ParseTraceParent(tp)
+	return c
 }
 
 // callPB is a shield.call or send for another node: a call's deadline
 // crosses as the budget left.
 func callPB(c *luavm.Call, now time.Time) *pb.Instance {
 	m := &pb.Call{From: actorPB(c.From), Service: c.To.Service, Key: c.To.Key, HasKey: c.To.HasKey, Id: c.ID,
-		Method: c.Method, Args: c.Args, Gen: c.Gen}
+		Method: c.Method, Args: c.Args, Gen: c.Gen, Traceparent: c.Trace.TraceParent()}
 	if !c.Deadline.IsZero() {
 		m.BudgetNanos = max(int64(c.Deadline.Sub(now)), 1) // spent already: the callee answers timeout
 	}
@@ -84,7 +96,7 @@ func callPB(c *luavm.Call, now time.Time) *pb.Instance {
 
 func callOf(m *pb.Call, reply string, now time.Time) *luavm.Call {
 	c := &luavm.Call{From: actorOf(m.From), To: luavm.Address{Service: m.Service, Key: m.Key, HasKey: m.HasKey},
-		ID: m.Id, Method: m.Method, Args: m.Args, Gen: m.Gen}
+		ID: m.Id, Method: m.Method, Args: m.Args, Gen: m.Gen, Trace: traceOf(m.Traceparent)}
 	if m.BudgetNanos > 0 {
 		c.Deadline = now.Add(time.Duration(m.BudgetNanos))
 	}

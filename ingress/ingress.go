@@ -15,6 +15,7 @@ import (
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // ClientContext is what the gateway vouches for about the sender of a frame.
@@ -50,6 +51,12 @@ type ClientIngress struct {
 	// carried the frame wants its answer (a NATS reply subject); empty in
 	// one process. Answer copies it.
 	Reply string
+	// Trace is the gateway's span of the request (docs/tracing.md), the
+	// parent of the service's spans; zero when not traced.
+	Trace tracing.Context
+	// Enqueued is when the service's lane took a traced frame, the start
+	// of its queue span; zero for a frame not traced.
+	Enqueued time.Time
 }
 
 // ClientIngress values are reused: the gateway takes one for every client

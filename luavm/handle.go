@@ -83,6 +83,7 @@ func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 		return
 	}
 	t.handler = h
+	vm.traceIngress(t, now)
 	req, err := vm.decodeRequest(in, h)
 	if err != nil {
 		vm.finish(t, nil, err)
@@ -192,6 +193,7 @@ func (vm *VM) HandleCall(c *Call) {
 		vm.finish(t, nil, err)
 		return
 	}
+	vm.traceMethod(t, now)
 	fn, ok := vm.module.RawGetString(c.Method).(*lua.LFunction)
 	if !ok {
 		vm.finish(t, nil, codes.New(codes.Unavailable, "service %s has no method %q", vm.service, c.Method))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // Address names the service a shield.send or shield.call goes to: a plain
@@ -36,6 +37,9 @@ type Call struct {
 	// nodes wants its Result (a NATS reply subject); empty in one
 	// process. Every Result answering the call copies it.
 	Reply string
+	// Trace is the span of the caller's shield.call or shield.send, the
+	// parent of the callee's method span; zero when not traced.
+	Trace tracing.Context
 }
 
 // Result completes something a VM is waiting for: a call's reply, a
@@ -54,7 +58,8 @@ type Result struct {
 	// op is the outcome of one of the VM's own ops (shield.http.request,
 	// shield.kv.*; see ops.go). Such a Result only ever goes from an op's
 	// goroutine to its own VM's control lane: it never leaves the process.
-	op opOutcome
+	op     opOutcome
+	opDone time.Time // when the op's goroutine finished, for its span
 }
 
 // Host is what a VM needs from the actor that runs it. Its methods are

@@ -9,6 +9,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // An op is the outside work of a suspending shield function that neither
@@ -35,11 +36,13 @@ type opRun func(ctx context.Context) opOutcome
 // startOp suspends t until run, started on a goroutine of its own, is
 // done or deadline passes (then ctx ends, and run should return soon). It
 // returns what the Go half of a suspending function returns.
-func (vm *VM) startOp(L *lua.LState, t *task, name string, deadline time.Time, run opRun) int {
+func (vm *VM) startOp(L *lua.LState, t *task, name string, attr tracing.Attr, deadline time.Time, run opRun) int {
 	ctx, cancel := context.WithDeadline(vm.opCtx, deadline)
 	p := &pending{kind: pendOp, task: t, cancel: cancel}
+	p.span = vm.traceOut(t, name, tracing.Client, attr)
 	id, ok := vm.addPending(p)
 	if !ok {
+		p.span.End(string(codes.Busy), time.Now())
 		cancel()
 		return vm.fail(L, codes.Busy, "max_pending (%d) timers, calls and requests already in flight", vm.spec.MaxPending)
 	}
@@ -57,7 +60,7 @@ func (vm *VM) startOp(L *lua.LState, t *task, name string, deadline time.Time, r
 				out = failed(codes.Unavailable, "%s: internal error", name)
 			}
 			cancel()
-			host.Return(&Result{To: self, ID: id, Gen: gen, op: out})
+			host.Return(&Result{To: self, ID: id, Gen: gen, op: out, opDone: time.Now()})
 		}()
 		out = run(ctx)
 	}()

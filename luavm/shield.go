@@ -195,6 +195,9 @@ func (vm *VM) luaLog(level slog.Level) lua.LGFunction {
 		if ref := vm.current.session(); ref != nil {
 			attrs = append(attrs, slog.Uint64("session_id", ref.SessionID), slog.Any("player_id", playerAttr(ref.PlayerID)))
 		}
+		if tid, sid, ok := vm.traceLog(); ok {
+			attrs = append(attrs, slog.String("trace_id", tid), slog.String("span_id", sid))
+		}
 		for i := 2; i+1 <= top; i += 2 {
 			key := L.ToStringMeta(L.Get(i)).String()
 			if reservedLogKeys[key] {
@@ -212,6 +215,7 @@ func (vm *VM) luaLog(level slog.Level) lua.LGFunction {
 
 // reservedLogKeys are the keys a VM's log line may already hold.
 var reservedLogKeys = map[string]bool{"session_id": true, "player_id": true, "service": true, "instance": true,
+	"trace_id": true, "span_id": true,
 	slog.TimeKey: true, slog.LevelKey: true, slog.MessageKey: true, slog.SourceKey: true}
 
 func logValue(L *lua.LState, v lua.LValue) any {

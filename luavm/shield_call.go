@@ -8,6 +8,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // address reads shield.send/call's first argument: "service" or
@@ -76,7 +77,12 @@ func (vm *VM) luaSend(L *lua.LState) int {
 		L.RaiseError("shield.send can only be used while handling a message (at load time, use init)")
 	}
 	c := &Call{From: vm.host.Self(), To: address(L, 1), Method: L.CheckString(2), Args: vm.callArgs(L, 3)}
-	if err := vm.host.Route(c); err != nil {
+	span := vm.traceOut(vm.current, "shield.send "+c.To.Service+"."+c.Method, tracing.Producer,
+		tracing.String("shield.service", c.To.Service), tracing.String("shield.method", c.Method))
+	c.Trace = span.Context()
+	err := vm.host.Route(c)
+	span.End(outcome(err), time.Now())
+	if err != nil {
 		L.Push(lua.LNil)
 		L.Push(lua.LString(err.Code))
 		return 2
@@ -95,7 +101,12 @@ func (vm *VM) luaCall(L *lua.LState) int {
 		return vm.fail(L, codes.Busy, "max_pending (%d) timers and calls already in flight", vm.spec.MaxPending)
 	}
 	c.ID = id
+	p := vm.pending[id]
+	p.span = vm.traceOut(t, "shield.call "+c.To.Service+"."+c.Method, tracing.Client,
+		tracing.String("shield.service", c.To.Service), tracing.String("shield.method", c.Method))
+	c.Trace = p.span.Context()
 	if err := vm.host.Route(c); err != nil {
+		p.span.End(outcome(err), time.Now())
 		delete(vm.pending, id)
 		return vm.fail(L, err.Code, "%s", err.Message)
 	}

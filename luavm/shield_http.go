@@ -16,6 +16,7 @@ import (
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // HTTPClient is what shield.http.request calls through (SPEC §11): the
@@ -163,7 +164,7 @@ func (vm *VM) luaHTTPRequest(L *lua.LState) int {
 		deadline = t.deadline // the handler's budget is the tighter bound
 	}
 	limit := min(c.maxBody, vm.spec.MaxStringBytes) // the body becomes a Lua string
-	return vm.startOp(L, t, name, deadline, func(ctx context.Context) opOutcome {
+	return vm.startOp(L, t, name, tracing.String("server.address", hostport), deadline, func(ctx context.Context) opOutcome {
 		return c.do(ctx, req.WithContext(ctx), hostport, timeout, limit)
 	})
 }

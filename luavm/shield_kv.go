@@ -10,6 +10,7 @@ import (
 
 	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // KV is the store behind shield.kv (SPEC §11): key-value buckets, each
@@ -142,7 +143,7 @@ func (vm *VM) kvValue(L *lua.LState, c *kvCall, n int) []byte {
 // deadline of its own (SPEC §11: no answer within the handler's budget is
 // client_rpc.timeout).
 func (vm *VM) kvRun(L *lua.LState, c *kvCall, run func(ctx context.Context) (opOutcome, error)) int {
-	return vm.startOp(L, c.t, c.name, c.t.deadline, func(ctx context.Context) opOutcome {
+	return vm.startOp(L, c.t, c.name, tracing.String("shield.bucket", c.bucket), c.t.deadline, func(ctx context.Context) opOutcome {
 		out, err := run(ctx)
 		if err == nil {
 			return out

@@ -14,6 +14,7 @@ import (
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // A task is one message being handled: it runs in its own coroutine, from
@@ -38,6 +39,9 @@ type task struct {
 	call    *Call                  // a shield.call (ID != 0) or shield.send
 	ref     *egress.ClientRef      // a session hook's session
 	onDone  func(vals []lua.LValue, err *codes.Error)
+	// span is the task's handler or method span (tracing.go); the zero
+	// Span when the VM or the message is not traced.
+	span tracing.Span
 }
 
 // awaits reports whether the task is still suspended on the pending op
@@ -67,6 +71,8 @@ type pending struct {
 	ref   egress.ClientRef // pendBind: the ref bound from
 	// cancel ends a pendOp's context: its task no longer waits for it.
 	cancel context.CancelFunc
+	// span is a traced pendCall's or pendOp's span, ended with its result.
+	span tracing.Span
 }
 
 type pendingKind uint8
@@ -393,11 +399,15 @@ func (vm *VM) finish(t *task, vals []lua.LValue, err *codes.Error) {
 			p.task = nil
 		default:
 			delete(vm.pending, t.waiting) // a late result will find nothing
+			p.span.End(outcome(err), time.Now())
 			vm.timers.remove(p.timer)
 			if p.cancel != nil {
 				p.cancel() // an op nobody waits for stops its request
 			}
 		}
+	}
+	if t.span.Active() {
+		t.span.End(outcome(err), time.Now())
 	}
 	switch {
 	case t.in != nil:

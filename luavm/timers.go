@@ -137,9 +137,16 @@ func (vm *VM) HandleResult(r *Result) {
 	if p.kind == pendOp {
 		p.cancel()
 		if p.task.awaits(r.ID) && r.op != nil {
-			vm.resume(p.task, r.op(vm)...)
+			vals := r.op(vm)
+			if p.span.Active() {
+				p.span.End(vm.opOutcomeCode(vals), r.opDone)
+			}
+			vm.resume(p.task, vals...)
 		}
 		return
+	}
+	if p.kind == pendCall {
+		p.span.End(outcome(r.Err), time.Now())
 	}
 	if p.kind == pendBind && r.Err == nil {
 		// From now on, frames of the old epoch still queued here are

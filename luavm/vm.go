@@ -24,6 +24,7 @@ import (
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // DefaultLoadTimeout bounds a script's top-level code: a script that loops
@@ -69,6 +70,8 @@ type Spec struct {
 	// Suppressed, if set, counts an incident whose log line the VM's
 	// limit dropped (its incident id still reaches the client).
 	Suppressed func()
+	// Tracer records the VM's spans (docs/tracing.md); nil: tracing off.
+	Tracer *tracing.Tracer
 
 	// code is the source a respawned VM loads instead of the files on
 	// disk: its predecessor's (see VM.Respawn).
@@ -84,10 +87,14 @@ type VM struct {
 	module   *lua.LTable
 	log      *slog.Logger
 
-	spec     Spec
-	handlers map[uint32]*handler          // c2s and bidi routes: route_id -> binding
-	helpers  map[string]*descriptor.Route // s2c and bidi routes: binding -> route
-	bindings map[string]bool              // every c2s/bidi binding: not callable as a method
+	spec Spec
+	// tr is spec.Tracer, nil when tracing is off; the two attributes
+	// every span of the VM carries are made once.
+	tr                          *tracing.Tracer
+	traceService, traceInstance tracing.Attr
+	handlers                    map[uint32]*handler          // c2s and bidi routes: route_id -> binding
+	helpers                     map[string]*descriptor.Route // s2c and bidi routes: binding -> route
+	bindings                    map[string]bool              // every c2s/bidi binding: not callable as a method
 
 	// hooks are the module's optional hook functions, by name (see
 	// hookNames); a hook the module does not define is absent.
@@ -188,6 +195,10 @@ func New(spec Spec) (*VM, error) {
 	vm := &VM{service: spec.Service, instance: spec.Instance, log: log, spec: spec, gen: generations.Add(1),
 		intr: newInterrupt(), tasks: map[uint64]*task{}, suspendedCo: map[*lua.LState]*task{}, pending: map[uint64]*pending{}}
 	vm.l = newSandbox(filepath.Dir(spec.Script), log, vm.loadFile)
+	if spec.Tracer != nil {
+		vm.tr = spec.Tracer
+		vm.traceService, vm.traceInstance = tracing.String("shield.service", spec.Service), tracing.Int("shield.instance", spec.Instance)
+	}
 	vm.opCtx, vm.opStop = context.WithCancel(context.Background())
 	if err := vm.setup(); err != nil {
 		vm.Close()

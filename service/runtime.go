@@ -463,7 +463,16 @@ func (rt *Runtime) Deliver(target egress.ActorID, in *ingress.ClientIngress) *co
 	if a == nil {
 		return codes.New(codes.Unavailable, "no service %s instance %d", target.Service, target.Instance)
 	}
+	stampQueued(in)
 	return a.enqueue(in)
+}
+
+// stampQueued marks when a traced frame entered its lane: the start of
+// its queue span (docs/tracing.md). An untraced frame costs the test.
+func stampQueued(in *ingress.ClientIngress) {
+	if in.Trace.Valid() {
+		in.Enqueued = time.Now()
+	}
 }
 
 // DeliverAll is Deliver for several frames to one target, in order, in one
@@ -477,6 +486,9 @@ func (rt *Runtime) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngres
 	}
 	if a.dead.Load() {
 		return 0, codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
+	}
+	for _, in := range ins {
+		stampQueued(in)
 	}
 	n := a.business.pushAll(ins)
 	if n < len(ins) {

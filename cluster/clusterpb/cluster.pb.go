@@ -472,7 +472,10 @@ type Ingress struct {
 	AgeNanos   int64                  `protobuf:"varint,9,opt,name=age_nanos,json=ageNanos,proto3" json:"age_nanos,omitempty"`
 	// The budget the client declared, clamped (docs/protocol.md
 	// "Deadlines"); 0: none. The serving VM shortens its handler_timeout to it.
-	BudgetNanos   int64 `protobuf:"varint,10,opt,name=budget_nanos,json=budgetNanos,proto3" json:"budget_nanos,omitempty"`
+	BudgetNanos int64 `protobuf:"varint,10,opt,name=budget_nanos,json=budgetNanos,proto3" json:"budget_nanos,omitempty"`
+	// The gateway's span of the request as a W3C traceparent
+	// (docs/tracing.md); empty: not traced.
+	Traceparent   string `protobuf:"bytes,11,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -577,6 +580,13 @@ func (x *Ingress) GetBudgetNanos() int64 {
 	return 0
 }
 
+func (x *Ingress) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
 // Response answers an Ingress on its reply subject: the body or the error
 // (a notify's outcome too). The gateway keeps the rest of the answer.
 type Response struct {
@@ -642,16 +652,19 @@ func (x *Response) GetService() string {
 // Call is a luavm.Call: a shield.call (id != 0, with a budget) or a
 // shield.send (id 0, no budget) to the instance of the subject.
 type Call struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          *ActorID               `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	Service       string                 `protobuf:"bytes,2,opt,name=service,proto3" json:"service,omitempty"`
-	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
-	HasKey        bool                   `protobuf:"varint,4,opt,name=has_key,json=hasKey,proto3" json:"has_key,omitempty"`
-	Id            uint64                 `protobuf:"varint,5,opt,name=id,proto3" json:"id,omitempty"`
-	Method        string                 `protobuf:"bytes,6,opt,name=method,proto3" json:"method,omitempty"`
-	Args          [][]byte               `protobuf:"bytes,7,rep,name=args,proto3" json:"args,omitempty"`
-	BudgetNanos   int64                  `protobuf:"varint,8,opt,name=budget_nanos,json=budgetNanos,proto3" json:"budget_nanos,omitempty"` // the caller's remaining budget; 0 for a send
-	Gen           uint64                 `protobuf:"varint,9,opt,name=gen,proto3" json:"gen,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	From        *ActorID               `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	Service     string                 `protobuf:"bytes,2,opt,name=service,proto3" json:"service,omitempty"`
+	Key         string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	HasKey      bool                   `protobuf:"varint,4,opt,name=has_key,json=hasKey,proto3" json:"has_key,omitempty"`
+	Id          uint64                 `protobuf:"varint,5,opt,name=id,proto3" json:"id,omitempty"`
+	Method      string                 `protobuf:"bytes,6,opt,name=method,proto3" json:"method,omitempty"`
+	Args        [][]byte               `protobuf:"bytes,7,rep,name=args,proto3" json:"args,omitempty"`
+	BudgetNanos int64                  `protobuf:"varint,8,opt,name=budget_nanos,json=budgetNanos,proto3" json:"budget_nanos,omitempty"` // the caller's remaining budget; 0 for a send
+	Gen         uint64                 `protobuf:"varint,9,opt,name=gen,proto3" json:"gen,omitempty"`
+	// The caller's shield.call or shield.send span as a W3C traceparent
+	// (docs/tracing.md); empty: not traced.
+	Traceparent   string `protobuf:"bytes,10,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -747,6 +760,13 @@ func (x *Call) GetGen() uint64 {
 		return x.Gen
 	}
 	return 0
+}
+
+func (x *Call) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 // Result answers a Call on its reply subject: the callee's results, or
@@ -1558,7 +1578,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\tlifecycle\x18\x03 \x01(\v2\x19.shield.cluster.LifecycleH\x00R\tlifecycle\x12-\n" +
 	"\x05claim\x18\x04 \x01(\v2\x15.shield.cluster.ClaimH\x00R\x05claim\x123\n" +
 	"\arelease\x18\x05 \x01(\v2\x17.shield.cluster.ReleaseH\x00R\areleaseB\x06\n" +
-	"\x04kind\"\xa9\x02\n" +
+	"\x04kind\"\xcb\x02\n" +
 	"\aIngress\x12+\n" +
 	"\x03ref\x18\x01 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12\x14\n" +
 	"\x05route\x18\x02 \x01(\tR\x05route\x12\x19\n" +
@@ -1572,11 +1592,12 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x06unwrap\x18\b \x01(\bR\x06unwrap\x12\x1b\n" +
 	"\tage_nanos\x18\t \x01(\x03R\bageNanos\x12!\n" +
 	"\fbudget_nanos\x18\n" +
-	" \x01(\x03R\vbudgetNanos\"a\n" +
+	" \x01(\x03R\vbudgetNanos\x12 \n" +
+	"\vtraceparent\x18\v \x01(\tR\vtraceparent\"a\n" +
 	"\bResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12'\n" +
 	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\x12\x18\n" +
-	"\aservice\x18\x03 \x01(\tR\aservice\"\xe9\x01\n" +
+	"\aservice\x18\x03 \x01(\tR\aservice\"\x8b\x02\n" +
 	"\x04Call\x12+\n" +
 	"\x04from\x18\x01 \x01(\v2\x17.shield.cluster.ActorIDR\x04from\x12\x18\n" +
 	"\aservice\x18\x02 \x01(\tR\aservice\x12\x10\n" +
@@ -1586,7 +1607,9 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x06method\x18\x06 \x01(\tR\x06method\x12\x12\n" +
 	"\x04args\x18\a \x03(\fR\x04args\x12!\n" +
 	"\fbudget_nanos\x18\b \x01(\x03R\vbudgetNanos\x12\x10\n" +
-	"\x03gen\x18\t \x01(\x04R\x03gen\"I\n" +
+	"\x03gen\x18\t \x01(\x04R\x03gen\x12 \n" +
+	"\vtraceparent\x18\n" +
+	" \x01(\tR\vtraceparent\"I\n" +
 	"\x06Result\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\fR\x06values\x12'\n" +
 	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xfc\x01\n" +
