@@ -22,8 +22,9 @@ const (
 
 // deadlineServer runs testdata/deadline.lua as long (handler_timeout 60s,
 // the entry of one listener per envelope and of ws) and short (2s, the
-// entry of listener short), and callee (60s) for shield.call.
-func deadlineServer(t *testing.T) *wiretest.Server {
+// entry of listener short), and callee (60s) for shield.call. top is
+// more top-level YAML (the tracing tests' tracing block).
+func deadlineServer(t *testing.T, top string) *wiretest.Server {
 	t.Helper()
 	abs := func(p string) string {
 		a, err := filepath.Abs(p)
@@ -42,6 +43,7 @@ func deadlineServer(t *testing.T) *wiretest.Server {
 network:
   listeners:
 %s
+%[7]s
 actors:
   - name: long
     script: %[2]s
@@ -57,7 +59,7 @@ actors:
   - name: callee
     script: %[3]s
     handler_timeout: 60s
-`, listeners.String(), abs("testdata/deadline.lua"), abs("testdata/deadline_callee.lua"), dLeft, dLeftCall, dLeftShort), nil)
+`, listeners.String(), abs("testdata/deadline.lua"), abs("testdata/deadline_callee.lua"), dLeft, dLeftCall, dLeftShort, top), nil)
 }
 
 // TestDeclaredDeadlines: a request's declared deadline_ms (docs/protocol.md
@@ -66,7 +68,7 @@ actors:
 // bounds a shield.call the handler makes; a client that declares nothing
 // gets handler_timeout.
 func TestDeclaredDeadlines(t *testing.T) {
-	srv := deadlineServer(t)
+	srv := deadlineServer(t, "")
 	left := func(t *testing.T, listener string, route uint32, declare bool, timeout time.Duration) float64 {
 		t.Helper()
 		o := client.Options{Envelope: listener, DeclareDeadlines: declare}
@@ -122,7 +124,7 @@ func TestDeclaredDeadlines(t *testing.T) {
 // the request it names; anything else closes the connection as a
 // protocol error (bad_system_frame), and a well-paired one is answered.
 func TestDeadlineFrameMisuse(t *testing.T) {
-	srv := deadlineServer(t)
+	srv := deadlineServer(t, "")
 	deadline := envelope.Frame{Kind: envelope.Deadline, RequestID: 7, DeadlineMS: 2000}
 	for _, c := range []struct {
 		name  string

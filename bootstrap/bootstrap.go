@@ -65,14 +65,21 @@ func Compile(path string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := newWorld(cfg, opts)
-	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes, Resources: w.resources(),
+	w, err := newWorld(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	res := w.resources()
+	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes, Resources: res,
 		ControlLimit: cfg.Session.MaxSessions}
 	if opts.Metrics != nil {
 		ropts.Metrics = opts.Metrics
 	}
 	rt, err := service.New(actorSpecs(cfg, table, schemas, w, opts), ropts)
 	if err != nil {
+		if w.tr != nil {
+			_ = res[0].Close() // the tracer's exporter goroutine
+		}
 		return nil, err
 	}
 	return &Report{Config: cfg, Table: table, Runtime: rt, Schemas: schemas, KV: w.kv, world: w}, nil
@@ -113,6 +120,7 @@ func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Sche
 				PushOwners:     pushOwners,
 				HTTP:           w.http,
 				KV:             w.store(),
+				Tracer:         w.tr,
 			}
 			if m := opts.Metrics; m != nil {
 				c := m.IncidentsNotLogged.WithLabelValues(a.Name)

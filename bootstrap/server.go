@@ -53,7 +53,8 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 		rep.Close()
 		return nil, err
 	}
-	gw, err := gateway.New(gateway.Options{Config: rep.Config, Table: rep.Table, Services: services(node, rep), Metrics: m, Logger: log})
+	gw, err := gateway.New(gateway.Options{Config: rep.Config, Table: rep.Table, Services: services(node, rep), Metrics: m, Logger: log,
+		Tracer: rep.world.tr})
 	if err != nil {
 		rep.Close()
 		node.Close()

@@ -470,16 +470,27 @@ func (c *Client) sendOn(ctx context.Context, l *link, f *envelope.Frame) error {
 // that no other frame comes between them.
 func (c *Client) sendRequest(ctx context.Context, l *link, f *envelope.Frame) error {
 	ms := declaredMS(ctx, c.o.DeclareDeadlines)
-	if ms == 0 {
+	tp, _ := ctx.Value(traceParentKey{}).(string)
+	if ms == 0 && tp == "" {
 		return c.sendOn(ctx, l, f)
 	}
 	if legacy := c.o.Envelope == envelope.NameLenprefix || c.o.Envelope == envelope.NameDelimiter; legacy {
-		f.DeadlineMS = ms
+		f.DeadlineMS, f.TraceParent = ms, tp
 		return c.sendOn(ctx, l, f)
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return l.t.writeFrames(ctx, &envelope.Frame{Kind: envelope.Deadline, RequestID: f.RequestID, DeadlineMS: ms}, f)
+	return l.t.writeFrames(ctx, &envelope.Frame{Kind: envelope.Deadline, RequestID: f.RequestID, DeadlineMS: ms, TraceParent: tp}, f)
+}
+
+type traceParentKey struct{}
+
+// WithTraceParent makes a Call with the returned context send tp, a W3C
+// traceparent ("00-<trace id>-<parent id>-<flags>"), with its request, so
+// that the gateway's trace of it joins the caller's (docs/protocol.md
+// §12). A gateway older than that closes the connection on it.
+func WithTraceParent(ctx context.Context, tp string) context.Context {
+	return context.WithValue(ctx, traceParentKey{}, tp)
 }
 
 // declaredMS is the deadline_ms a call declares: the whole milliseconds

@@ -59,7 +59,7 @@ func TestReloadPerNode(t *testing.T) {
 		t.Errorf("calc.add from A after S's reload: %q %v", vals, cerr)
 	}
 
-	edit(a, "        - {id: 9502,", "        - {id: 9503, name: front_more, binding: send, requires_auth: false}\n        - {id: 9502,")
+	edit(a, "        - {id: 9502,", "        - {id: 9504, name: front_more, binding: send, requires_auth: false}\n        - {id: 9502,")
 	err := reload(a)
 	if err == nil || !strings.Contains(err.Error(), "reload: the route table changed; restart to change it") {
 		t.Errorf("a route added on A: %v", err)

@@ -115,6 +115,9 @@ func (g *Gateway) prepare(s *session.Session, r *egress.Response, t *metrics.Tal
 		label = strconv.FormatUint(uint64(r.RouteID), 10)
 	}
 	t.Add(g.m, r.Service, label, code, now.Sub(r.Received))
+	if g.tr != nil && f != nil {
+		g.traces.answered(s.ID, r.RequestID, code, now)
+	}
 	return prepared{s: s, r: r, f: f}
 }
 

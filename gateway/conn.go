@@ -48,6 +48,7 @@ type held struct {
 	f     envelope.Frame
 	route routeOf
 	at    time.Time
+	t     *traced // nil: not traced
 }
 
 // conn is one client connection. Its read loop owns bucket and beats; the
@@ -187,7 +188,13 @@ func (p *peer) closed(s *session.Session, b session.Binding, r session.Reason) {
 	g.sessions.Remove(s, b)
 	g.m.Sessions.Dec()
 	p.stopAuthTimer()
-	p.gate.Drop(func(held) { s.Release() })
+	p.gate.Drop(func(h held) {
+		s.Release()
+		h.t.refused(p, &h.f, "session_closed", "session_closed")
+	})
+	if g.tr != nil {
+		g.traces.closed(s.ID)
+	}
 	if s.Suspended() {
 		g.m.SessionsSuspended.Dec()
 		g.live.Add(-1) // the slot the suspended session held

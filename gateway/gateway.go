@@ -25,6 +25,7 @@ import (
 	"github.com/shieldrpc/shield/ingress"
 	"github.com/shieldrpc/shield/metrics"
 	"github.com/shieldrpc/shield/session"
+	"github.com/shieldrpc/shield/tracing"
 )
 
 // Services is what the gateway needs of the services behind it: the
@@ -57,6 +58,7 @@ type Options struct {
 	Services Services
 	Metrics  *metrics.Metrics // nil: a private set
 	Logger   *slog.Logger     // nil: slog.Default()
+	Tracer   *tracing.Tracer  // nil: tracing off (docs/tracing.md)
 }
 
 // Gateway serves every listener of a config.
@@ -70,6 +72,8 @@ type Gateway struct {
 	sessions *session.Registry
 	policy   session.Policy
 	limits   session.Limits
+	tr       *tracing.Tracer // nil: tracing off
+	traces   traces          // traced requests awaiting their answer's write (trace.go)
 
 	live      atomic.Int64 // connections and suspended sessions, for max_sessions
 	listeners []*listener
@@ -103,6 +107,7 @@ func New(o Options) (*Gateway, error) {
 		svc:      o.Services,
 		m:        o.Metrics,
 		log:      o.Logger,
+		tr:       o.Tracer,
 		sessions: session.NewRegistry(),
 		limits:   session.Limits{MaxInflight: sc.MaxInflight, Outbound: sc.OutboundQueue, OutboundBytes: sc.OutboundQueueBytes},
 	}

@@ -33,25 +33,26 @@ func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket, o
 	if r != nil {
 		f.RouteID, f.Route = r.ID, r.Name
 	}
+	t := p.startTrace(f, r, now)
 	if p.s.Draining() {
 		// An operator drains the session: it takes nothing new, and what
 		// it has in flight finishes (docs/protocol.md §6).
 		p.refuse(f, ingress.Verdict{Code: codes.Draining, Message: "the session is draining; reconnect after retry_after_ms",
-			Answer: true, RetryAfter: p.s.RetryAfter(now)})
+			Answer: true, RetryAfter: p.s.RetryAfter(now)}, t)
 		return
 	}
 	if p.gate.Enter() {
 		v := ingress.Hold(ingress.Frame{Route: r, Notify: f.Kind == envelope.Notify, Bucket: bucket, Now: now}, p.s)
 		if v.Code != "" {
-			p.refuse(f, v)
+			p.refuse(f, v, t)
 			return
 		}
-		if p.gate.Push(held{f: *f, route: r, at: now}) {
+		if p.gate.Push(held{f: *f, route: r, at: now, t: t}) {
 			p.gate.Release(p.admitHeld) // the gate opened before the frame was queued
 		}
 		return
 	}
-	p.admit(f, r, now, bucket, false, out)
+	p.admit(f, r, now, bucket, false, out, t)
 }
 
 // admitHeld admits a frame the gate held, now that it may go: delivered at
@@ -59,9 +60,10 @@ func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket, o
 func (p *peer) admitHeld(h held) {
 	if closed, _ := p.s.Closed(); closed {
 		p.s.Release()
+		h.t.refused(p, &h.f, "session_closed", "session_closed")
 		return
 	}
-	p.admit(&h.f, h.route, h.at, nil, true, nil)
+	p.admit(&h.f, h.route, h.at, nil, true, nil, h.t)
 }
 
 // admit runs the edge table on f against one snapshot of the binding: the
@@ -69,8 +71,9 @@ func (p *peer) admitHeld(h held) {
 // even when a bind moves the session meanwhile. bucket is nil and holding
 // true for a frame the gate held (its token and slot were taken on
 // arrival). With out, the delivery waits in it (Admit's last row is then
-// judged when out is flushed); without, it happens at once.
-func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingress.Bucket, holding bool, out *deliveries) {
+// judged when out is flushed); without, it happens at once. t is the
+// frame's spans, nil when it is not traced.
+func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingress.Bucket, holding bool, out *deliveries, t *traced) {
 	s := p.s
 	b := s.Binding()
 	notify := f.Kind == envelope.Notify
@@ -91,6 +94,14 @@ func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingres
 			Received: now,
 			Budget:   ingress.DeclaredBudget(f.DeadlineMS),
 		}
+		if t != nil {
+			in.Trace = t.root.Context()
+			var rid uint64
+			if !notify {
+				rid = f.RequestID
+			}
+			t.admitted(p, rid, b.PlayerID, time.Now()) // before the service can answer
+		}
 		if !notify {
 			in.Client.RequestID = f.RequestID
 			if b.PlayerID == "" {
@@ -101,18 +112,21 @@ func (p *peer) admit(f *envelope.Frame, r routeOf, now time.Time, bucket *ingres
 			}
 		}
 		if out != nil {
-			out.add(delivery{p: p, target: b.Target, in: in, notify: notify, claimed: claimed})
+			out.add(delivery{p: p, target: b.Target, in: in, notify: notify, claimed: claimed, t: t})
 			return nil
 		}
 		return p.g.svc.Deliver(b.Target, in)
 	})
 	if v.Code == "" {
+		if out == nil {
+			t.delivered(notify)
+		}
 		return
 	}
 	if claimed {
 		p.gate.Release(p.admitHeld) // refused: no answer will open the gate
 	}
-	p.refuse(f, v)
+	p.refuse(f, v, t)
 }
 
 // deliveries are the frames a read loop admitted since it last read: they
@@ -135,6 +149,7 @@ type delivery struct {
 	in      *ingress.ClientIngress
 	notify  bool
 	claimed bool
+	t       *traced // nil: not traced
 }
 
 func (d *deliveries) add(x delivery) { d.items = append(d.items, x) }
@@ -155,6 +170,8 @@ func (d *deliveries) flush() {
 		if !batched {
 			if err := svc.Deliver(x.target, x.in); err != nil {
 				x.refused(err)
+			} else {
+				x.t.delivered(x.notify)
 			}
 			i++
 			continue
@@ -168,6 +185,9 @@ func (d *deliveries) flush() {
 			ins = append(ins, d.items[k].in)
 		}
 		n, err := all.DeliverAll(x.target, ins)
+		for k := i; k < i+n; k++ {
+			d.items[k].t.delivered(d.items[k].notify)
+		}
 		for k := i + n; k < j; k++ {
 			d.items[k].refused(err)
 		}
@@ -195,7 +215,7 @@ func (x *delivery) refused(err *codes.Error) {
 	if x.claimed {
 		x.p.gate.Release(x.p.admitHeld)
 	}
-	x.p.refuse(&f, v)
+	x.p.refuse(&f, v, x.t)
 }
 
 // allDeliverer is a Services that takes several frames for one target in
@@ -216,9 +236,11 @@ func (p *peer) answered(*session.Session) {
 // refuse acts on a frame no service will see: it is counted; a request
 // over a limit gets an error frame (a notify never does); a drop of the
 // descriptor rows is logged at warn, at most once per session, reason and
-// second (SPEC §5: "drop, warn, count"); a flood closes the session.
-func (p *peer) refuse(f *envelope.Frame, v ingress.Verdict) {
+// second (SPEC §5: "drop, warn, count"); a flood closes the session. Its
+// spans, if traced (t), end with the verdict.
+func (p *peer) refuse(f *envelope.Frame, v ingress.Verdict, t *traced) {
 	g := p.g
+	t.refused(p, f, v.Code.Reason(), string(v.Code))
 	g.m.EdgeDropped.WithLabelValues(v.Code.Reason()).Inc()
 	if v.Limit != "" {
 		g.m.LimitsHit.WithLabelValues(v.Limit).Inc()

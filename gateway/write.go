@@ -145,8 +145,17 @@ func (c *conn) tryBatch(batch []session.Item) bool {
 // out must not hold memory while a later one waits for the socket).
 // Calling it again on the same part does nothing.
 func (c *conn) wrote(part []session.Item) {
-	recycleAnswers(part)
+	c.recycle(part)
 	c.p.s.Written(part)
+}
+
+// recycle is recycleAnswers for frames just written to the socket: with
+// tracing on, their requests' spans end first (trace.go).
+func (c *conn) recycle(written []session.Item) {
+	if tr := c.g.tr; tr != nil {
+		c.g.traces.written(tr, c.p.s.ID, written, time.Now())
+	}
+	recycleAnswers(written)
 }
 
 // startLoop starts the write loop, which takes over the write side from
@@ -178,7 +187,7 @@ func (c *conn) writeLoop(pending []session.Item) {
 		s.Sending(pending)
 		ok := c.flush(time.Now().Add(c.g.cfg.Session.WriteTimeout))
 		if ok {
-			recycleAnswers(pending)
+			c.recycle(pending)
 		}
 		s.Written(pending)
 		if !ok {
@@ -218,7 +227,7 @@ func (c *conn) writeLoop(pending []session.Item) {
 		}
 		ok := c.writeBatch(batch)
 		if ok {
-			recycleAnswers(batch)
+			c.recycle(batch)
 		}
 		s.Written(batch)
 		if !ok {

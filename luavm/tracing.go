@@ -38,9 +38,13 @@ func (vm *VM) traceIngress(t *task, now time.Time) {
 	q := vm.tr.Child(in.Trace, "shield.queue", tracing.Internal, queued, vm.traceService, vm.traceInstance)
 	q.End("ok", now)
 	c := &in.Client
-	t.span = vm.tr.Child(in.Trace, "shield.handler "+routeLabel(c), tracing.Internal, now,
-		vm.traceService, vm.traceInstance, tracing.String("shield.route", routeLabel(c)),
-		tracing.Uint("shield.session_id", c.Ref.SessionID), tracing.String("shield.player_id", c.Ref.PlayerID))
+	route := t.handler.route.Name
+	t.span = vm.tr.Child(in.Trace, "shield.handler "+route, tracing.Internal, now,
+		vm.traceService, vm.traceInstance, tracing.String("shield.route", route),
+		tracing.Uint("shield.session_id", c.Ref.SessionID))
+	if c.Ref.PlayerID != "" {
+		t.span.Set(tracing.String("shield.player_id", c.Ref.PlayerID))
+	}
 }
 
 // traceMethod starts the span of a shield.call's or shield.send's run in

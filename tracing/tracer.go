@@ -39,7 +39,9 @@ type Tracer struct {
 
 // Disabled reports whether OTEL_SDK_DISABLED turns tracing off whatever
 // the config says (the OpenTelemetry specification's variable).
-func Disabled() bool { return strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") }
+func Disabled() bool {
+	return strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true")
+}
 
 // New starts a tracer exporting over OTLP/HTTP, or returns nil when
 // OTEL_SDK_DISABLED says so. It connects lazily: an unreachable collector

@@ -17,4 +17,14 @@ function M.send(ctx, client, req)
   return { sent = ok == true, code = code }
 end
 
+-- trace {key = "k", a = 1, b = 2, method = "add"} -> {sum = 3}: a kv
+-- write and a shield.call to calc (on another node), for the tracing
+-- tests; method "fail" makes the call, and so the request, fail.
+function M.trace(ctx, client, req)
+  shield.kv.put("players", "trace-" .. req.key, { a = req.a })
+  local sum = shield.call("calc", req.method or "add", { a = req.a, b = req.b })
+  shield.log.info("traced", "key", req.key)
+  return { sum = sum }
+end
+
 return M

@@ -47,7 +47,13 @@ type Receiver struct {
 // New starts a receiver; the test's cleanup stops it.
 func New(t testing.TB) *Receiver {
 	r := &Receiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	// Each export on a connection of its own, closed after it: the
+	// exporter's idle connections, in a transport the OpenTelemetry SDK
+	// shares process-wide, would otherwise outlive the tracer and fail the
+	// tests' goroutine checks.
+	r.srv.Config.SetKeepAlivesEnabled(false)
+	r.srv.Start()
 	r.URL = r.srv.URL + "/v1/traces"
 	t.Cleanup(r.srv.Close)
 	return r
