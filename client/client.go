@@ -464,10 +464,11 @@ func (c *Client) sendOn(ctx context.Context, l *link, f *envelope.Frame) error {
 }
 
 // sendRequest writes a request on l, with its declared deadline when
-// Options.DeclareDeadlines and ctx has one: on the legacy envelopes the
-// request's own deadline_ms, on the header envelopes a Deadline frame
-// written with the request, in one write (one message each on ws), so
-// that no other frame comes between them.
+// Options.DeclareDeadlines and ctx has one, and ctx's traceparent
+// (WithTraceParent): on the legacy envelopes in the request's wrapper, on
+// the header envelopes in a Deadline frame written with the request, in
+// one write (one message each on ws), so that no other frame comes
+// between them.
 func (c *Client) sendRequest(ctx context.Context, l *link, f *envelope.Frame) error {
 	ms := declaredMS(ctx, c.o.DeclareDeadlines)
 	tp, _ := ctx.Value(traceParentKey{}).(string)
