@@ -27,7 +27,7 @@ trap 'exit 130' INT TERM
 
 fail() { echo "test.sh: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
-if command -v csc >/dev/null 2>&1; then csc=(csc -nologo -langversion:7.3); else csc=(mcs); fi
+if command -v csc >/dev/null 2>&1; then csc=(csc -nologo -langversion:7.3); else csc=(mcs -langversion:7.2); fi  # mcs knows 7.2 at most: within 7.3
 command -v mono >/dev/null 2>&1 || fail "mono is not installed (apt-get install mono-complete)"
 
 (cd "$root" && go build -o "$tmp/gateway" ./cmd/gateway) >&2 || fail "go build ./cmd/gateway failed"
