@@ -46,6 +46,10 @@ type Options struct {
 	// far; the run reads it as the measured time begins and ends, and
 	// reports the difference per answered request.
 	CPU func() (time.Duration, error)
+	// NodeCPU, when set, reads the CPU time of a second server process
+	// in the same run (a cluster's service node behind the gateway it
+	// loads), reported per request beside CPU's.
+	NodeCPU func() (time.Duration, error)
 	// LoadCPU also measures this process's own CPU time, the load
 	// generator's when the server is another process: a closed loop on a
 	// shared machine runs at what the two together cost a request, and
@@ -69,6 +73,7 @@ type Result struct {
 	Elapsed  time.Duration
 	Latency  *Histogram
 	CPU      time.Duration // the server's CPU time while measuring, when Options.CPU was set
+	NodeCPU  time.Duration // the second server's, when Options.NodeCPU was set
 	Load     time.Duration // this process's, when Options.LoadCPU was set
 	Bursts   *Bursts       // when Options.Tail was set
 }
@@ -96,6 +101,9 @@ func (r Result) String() string {
 	cpu := ""
 	if r.CPU > 0 {
 		cpu = fmt.Sprintf("  cpu %5.2fµs/req", float64(r.CPUPerRequest())/1e3)
+	}
+	if r.NodeCPU > 0 {
+		cpu += fmt.Sprintf("  node cpu %5.2fµs/req", float64(r.perRequest(r.NodeCPU))/1e3)
 	}
 	if r.Load > 0 {
 		cpu += fmt.Sprintf("  load %5.2fµs/req", float64(r.LoadPerRequest())/1e3)
@@ -168,10 +176,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}(c)
 	}
 	sleep(runCtx, o.Warmup)
-	var cpu0, cpu1, load0, load1 time.Duration
+	var cpu0, cpu1, node0, node1, load0, load1 time.Duration
 	var cpuErr error
 	if o.CPU != nil {
 		cpu0, cpuErr = o.CPU()
+	}
+	if o.NodeCPU != nil && cpuErr == nil {
+		node0, cpuErr = o.NodeCPU()
 	}
 	if o.LoadCPU && cpuErr == nil {
 		load0, cpuErr = ProcessCPU(0)
@@ -191,6 +202,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.CPU != nil && cpuErr == nil {
 		cpu1, cpuErr = o.CPU()
 	}
+	if o.NodeCPU != nil && cpuErr == nil {
+		node1, cpuErr = o.NodeCPU()
+	}
 	if o.LoadCPU && cpuErr == nil {
 		load1, cpuErr = ProcessCPU(0)
 	}
@@ -203,7 +217,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("bench: reading the CPU time: %w", cpuErr)
 	}
 	res := Result{Requests: requests.Load(), Errors: errs.Load(), Elapsed: elapsed, Latency: hist,
-		CPU: cpu1 - cpu0, Load: load1 - load0}
+		CPU: cpu1 - cpu0, NodeCPU: node1 - node0, Load: load1 - load0}
 	if wins != nil {
 		res.Bursts = wins.bursts(int((elapsed + window - 1) / window))
 	}

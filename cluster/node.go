@@ -64,12 +64,15 @@ const bindWait = 30 * time.Second
 
 // Node is this process's membership of a cluster.
 type Node struct {
-	cfg     *config.Config
-	cl      *config.Cluster
-	name    string
-	subj    subjects
-	rt      *service.Runtime
-	gw      *gateway.Gateway // nil: no listeners (a service node); set by AttachGateway
+	cfg  *config.Config
+	cl   *config.Cluster
+	name string
+	subj subjects
+	rt   *service.Runtime
+	gw   *gateway.Gateway // nil: no listeners (a service node); set by AttachGateway
+	// replies are the answers onReply holds for the gateway, on the
+	// replies subscription's goroutine only (remote.go).
+	replies []*egress.Response
 	edge    *descriptor.Edge
 	m       *metrics.Metrics
 	cm      *metrics.Cluster

@@ -108,11 +108,17 @@ func (n *Node) answer(p *pending, r *egress.Response, err *codes.Error) {
 	if n.gw == nil {
 		return
 	}
+	n.gw.Respond(p.answer(r, err))
+}
+
+// answer is the gateway's Response to p's client frame: body and service
+// from r, or err.
+func (p *pending) answer(r *egress.Response, err *codes.Error) *egress.Response {
 	body := r.Body
 	if err != nil {
 		body = nil
 	}
-	n.gw.Respond(p.in.Answer(cmpOr(r.Service, p.target.Service), body, err))
+	return p.in.Answer(cmpOr(r.Service, p.target.Service), body, err)
 }
 
 func cmpOr(a, b string) string {

@@ -68,7 +68,33 @@ func (n *Node) Return(r *luavm.Result) {
 // status NATS sends when nobody was subscribed (SPEC §10: unavailable at
 // once, not after a timeout). An answer to something settled already (its
 // node was declared dead meanwhile) finds nothing and is dropped.
+//
+// The answers of client frames are handed to the gateway in batches: all
+// those NATS has delivered to this subscription back to back, up to
+// replyBatch, go in one RespondAll once the subscription has nothing more
+// pending, so that a session with several answers among them gets them in
+// one write rather than one write each (a write was half of a gateway
+// node's CPU under load: bench/hop.sh). NATS delivers to one subscription
+// on one goroutine, so the batch (n.replies) is that goroutine's alone; it
+// is never held while the subscription waits.
 func (n *Node) onReply(msg *nats.Msg) {
+	n.handleReply(msg)
+	if len(n.replies) == 0 {
+		return
+	}
+	// Pending counts msg itself until the handler returns (nats.go
+	// accounts for a message after its callback): 1 is nothing more.
+	if pending, _, err := msg.Sub.Pending(); err != nil || pending <= 1 || len(n.replies) >= replyBatch {
+		n.gw.RespondAll(n.replies)
+		clear(n.replies)
+		n.replies = n.replies[:0]
+	}
+}
+
+// replyBatch bounds the answers onReply holds for one RespondAll.
+const replyBatch = 256
+
+func (n *Node) handleReply(msg *nats.Msg) {
 	id, ok := replyID(msg.Subject)
 	if !ok {
 		return
@@ -89,7 +115,9 @@ func (n *Node) onReply(msg *nats.Msg) {
 			n.settle(p, codes.New(codes.HandlerFailed, "undecodable answer from node %s", p.node))
 			return
 		}
-		n.answer(p, &egress.Response{Body: r.Body, Service: r.Service}, errOf(r.Err))
+		if n.gw != nil {
+			n.replies = append(n.replies, p.answer(&egress.Response{Body: r.Body, Service: r.Service}, errOf(r.Err)))
+		}
 	case p.call != nil:
 		n.cm.In(metrics.KindReply)
 		var r pb.Result

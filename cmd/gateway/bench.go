@@ -25,7 +25,7 @@ import (
 type benchFlags struct {
 	addr, body, adminAddr          *string
 	route, login                   *uint
-	conns, idle, fanout, pid       *int
+	conns, idle, fanout, pid, node *int
 	inflight                       *string
 	dur, warmup, tail              *time.Duration
 	cpuprofile, memprofile         *string
@@ -60,6 +60,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fanout:      fs.Int("fanout", 0, "instead: one sender pushes to a room of `N` members, against a plain Go loop writing the same frame to each socket"),
 		adminAddr:   fs.String("admin", "", "with -write-config: the admin server's `HOST:PORT` (metrics, /debug/pprof/); with -idle and -addr, the running gateway's (pprof on)"),
 		pid:         fs.Int("pid", 0, "with -addr: the loaded gateway's process `ID`, to report its CPU time per request beside the load's own (and with -idle its memory)"),
+		node:        fs.Int("node-pid", 0, "with -addr: the process `ID` of a cluster's service node behind the gateway, to report its CPU time per request too (bench/hop.sh)"),
 		cpuprofile:  fs.String("cpuprofile", "", "in-process: write a CPU profile of each gateway run's measured time into `DIR`"),
 		memprofile:  fs.String("memprofile", "", "in-process: write allocation profiles (before and after each gateway run's measured time, for pprof -base) into `DIR`; with -idle, the gateway process's heap profile holding the idle sessions"),
 		serveEcho:   fs.String("serve-echo", "", "instead: serve the baseline echo at `HOST:PORT` until interrupted"),
@@ -135,6 +136,9 @@ func loadRemote(stdout, stderr io.Writer, f *benchFlags) int {
 	}
 	if pid := *f.pid; pid != 0 {
 		o.CPU = func() (time.Duration, error) { return bench.ProcessCPU(pid) }
+	}
+	if pid := *f.node; pid != 0 {
+		o.NodeCPU = func() (time.Duration, error) { return bench.ProcessCPU(pid) }
 	}
 	for _, d := range f.depths {
 		if _, ok := f.run(stdout, stderr, "gateway", o, d); !ok {
