@@ -29,7 +29,7 @@ type world struct {
 func newWorld(cfg *config.Config, opts Options) (world, error) {
 	w := world{http: luavm.NewHTTPClient(cfg.Lua.HTTP)}
 	if cfg.Storage != nil {
-		w.kv = kv.New(*cfg.Storage, kv.Options{Logger: opts.Logger})
+		w.kv = kv.New(*cfg.Storage, kv.Options{Logger: opts.Logger, Metrics: opts.Metrics})
 	}
 	if t := cfg.Tracing; t.Enabled {
 		tr, err := tracing.New(context.Background(), tracing.Options{Endpoint: t.Endpoint, SampleRatio: t.SampleRatio,

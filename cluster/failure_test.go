@@ -324,10 +324,18 @@ func TestNATSRestartUnderLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
+	natsUp := func(n *node) float64 { return readGauge(n.Srv.Metrics.EnableCluster().NATSConnected) }
+	if natsUp(a) != 1 || natsUp(s) != 1 {
+		t.Errorf("shield_cluster_nats_connected %v, %v with NATS up; want 1", natsUp(a), natsUp(s))
+	}
 	o.nats.stop()
+	within(t, 2*time.Second, "shield_cluster_nats_connected 0 with NATS away", func() bool { return natsUp(a) == 0 && natsUp(s) == 0 })
 	time.Sleep(300 * time.Millisecond)
 	o.nats.start()
 	waitReady(t, a, s)
+	if natsUp(a) != 1 || natsUp(s) != 1 {
+		t.Errorf("shield_cluster_nats_connected %v, %v with NATS back; want 1", natsUp(a), natsUp(s))
+	}
 	before := ok.Load()
 	within(t, 3*time.Second, "requests succeed again", func() bool { return ok.Load() > before+50 })
 	close(stop)

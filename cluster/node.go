@@ -303,6 +303,7 @@ func (n *Node) onConnect(again bool) {
 	if n.connected.Swap(true) {
 		return
 	}
+	n.cm.NATSConnected.Set(1)
 	now := time.Now()
 	n.connectedAt.Store(now.UnixNano())
 	n.peers.touchAll(now)
@@ -345,6 +346,7 @@ func (n *Node) onDisconnect(err error) {
 	if !n.connected.Swap(false) {
 		return
 	}
+	n.cm.NATSConnected.Set(0)
 	if n.dead.Load() {
 		return
 	}

@@ -34,13 +34,16 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/luavm"
+	"github.com/shieldrpc/shield/metrics"
 )
 
 // Errors of a store that cannot serve; the VMs raise client_rpc.unavailable
@@ -70,6 +73,8 @@ type Options struct {
 	// Conn, if set, is the connection to use instead of an embedded
 	// server (UseConn sets it later). The store never closes it.
 	Conn *nats.Conn
+	// Metrics, if set, times every operation (shield_kv_op_seconds).
+	Metrics *metrics.Metrics
 }
 
 // Store is shield.kv's store. Its operations are safe for concurrent use.
@@ -78,6 +83,7 @@ type Store struct {
 	buckets []config.Bucket
 	max     map[string]int // bucket -> max_value_bytes; fixed at New
 	log     *slog.Logger
+	ops     *prometheus.HistogramVec // nil: not timed
 
 	mu        sync.Mutex // guards conn until Start
 	conn      *nats.Conn
@@ -107,6 +113,9 @@ type bucket struct {
 // config's folder). Nothing runs until Start.
 func New(cfg config.Storage, opts Options) *Store {
 	s := &Store{dataDir: cfg.DataDir, buckets: cfg.Buckets, max: map[string]int{}, log: opts.Logger, conn: opts.Conn}
+	if opts.Metrics != nil {
+		s.ops = opts.Metrics.EnableKV().Ops
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -252,6 +261,17 @@ func (s *Store) MaxValueBytes(bucket string) (int, bool) {
 	return n, ok
 }
 
+// timed observes an operation on a declared bucket that began at start
+// (an undeclared name is an error, not a series of its own).
+func (s *Store) timed(bucket, op string, start time.Time) {
+	if s.ops == nil {
+		return
+	}
+	if _, ok := s.max[bucket]; ok {
+		s.ops.WithLabelValues(bucket, op).Observe(time.Since(start).Seconds())
+	}
+}
+
 // checkKey guards the store's own callers; the VM checks keys first, with
 // the same rule.
 func checkKey(key string) error {
@@ -263,6 +283,7 @@ func checkKey(key string) error {
 
 // Get returns key's value and revision, or revision 0 when it is absent.
 func (s *Store) Get(ctx context.Context, bucket, key string) ([]byte, uint64, error) {
+	defer s.timed(bucket, "get", time.Now())
 	b, err := s.bucket(bucket)
 	if err == nil {
 		err = checkKey(key)
@@ -282,6 +303,7 @@ func (s *Store) Get(ctx context.Context, bucket, key string) ([]byte, uint64, er
 
 // Put stores value under key and returns its revision.
 func (s *Store) Put(ctx context.Context, bucket, key string, value []byte) (uint64, error) {
+	defer s.timed(bucket, "put", time.Now())
 	b, err := s.bucket(bucket)
 	if err == nil {
 		err = checkKey(key)
@@ -295,6 +317,7 @@ func (s *Store) Put(ctx context.Context, bucket, key string, value []byte) (uint
 // Create stores value under key if the key is absent, and returns its
 // revision, or 0 when the key exists.
 func (s *Store) Create(ctx context.Context, bucket, key string, value []byte) (uint64, error) {
+	defer s.timed(bucket, "create", time.Now())
 	b, err := s.bucket(bucket)
 	if err == nil {
 		err = checkKey(key)
@@ -314,6 +337,7 @@ func (s *Store) Create(ctx context.Context, bucket, key string, value []byte) (u
 // The check and the write are one JetStream publish (expected last
 // sequence of the key's subject), so no other write can come between.
 func (s *Store) Update(ctx context.Context, bucket, key string, value []byte, revision uint64) (uint64, error) {
+	defer s.timed(bucket, "update", time.Now())
 	b, err := s.bucket(bucket)
 	if err == nil {
 		err = checkKey(key)
@@ -333,6 +357,7 @@ func (s *Store) Update(ctx context.Context, bucket, key string, value []byte, re
 
 // Delete removes key by purging its subject: no delete marker is left.
 func (s *Store) Delete(ctx context.Context, bucket, key string) error {
+	defer s.timed(bucket, "delete", time.Now())
 	b, err := s.bucket(bucket)
 	if err == nil {
 		err = checkKey(key)
@@ -348,6 +373,7 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 // request (paged by the client for large buckets); when prefix holds a
 // '.', the part before its last one narrows the subjects asked for.
 func (s *Store) Keys(ctx context.Context, bucket, prefix string, limit int) ([]string, error) {
+	defer s.timed(bucket, "keys", time.Now())
 	b, err := s.bucket(bucket)
 	if err != nil {
 		return nil, err

@@ -11,10 +11,14 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/internal/luatest"
 	"github.com/shieldrpc/shield/kv"
+	"github.com/shieldrpc/shield/metrics"
 )
 
 // natsServer runs a NATS server on a free loopback port, as a cluster's
@@ -214,3 +218,45 @@ func TestStoreAPI(t *testing.T) {
 }
 
 func writeFile(path string) error { return os.WriteFile(path, []byte("x"), 0o644) }
+
+// TestOpMetrics: every operation on a declared bucket is timed in
+// shield_kv_op_seconds{bucket,op}; an undeclared bucket makes no series.
+func TestOpMetrics(t *testing.T) {
+	cfg := config.Storage{DataDir: t.TempDir(), Buckets: []config.Bucket{{Name: "players", MaxValueBytes: 100}}}
+	opts := &server.Options{}
+	kv.ServerOptions(opts, cfg)
+	m := metrics.New()
+	s := kv.New(cfg, kv.Options{Conn: dial(t, startNATS(t, opts)), Logger: quiet(), Metrics: m})
+	defer s.Close()
+	if err := s.Start(bg(t)); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.Put(bg(t), "players", "alice", []byte(`1`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _ = s.Get(bg(t), "players", "alice")
+	_, _ = s.Create(bg(t), "players", "bob", []byte(`2`))
+	_, _ = s.Update(bg(t), "players", "alice", []byte(`3`), rev)
+	_ = s.Delete(bg(t), "players", "bob")
+	_, _ = s.Keys(bg(t), "players", "", 10)
+	_, _, _ = s.Get(bg(t), "nope", "x")
+	ops := m.EnableKV().Ops
+	for _, op := range []string{"get", "put", "create", "update", "delete", "keys"} {
+		if n := histCount(t, ops.WithLabelValues("players", op)); n != 1 {
+			t.Errorf("shield_kv_op_seconds{op=%q} counted %d, want 1", op, n)
+		}
+	}
+	if n := promtestutil.CollectAndCount(ops); n != 6 {
+		t.Errorf("%d series, want the 6 of bucket players", n)
+	}
+}
+
+func histCount(t *testing.T, o prometheus.Observer) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := o.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}

@@ -8,6 +8,9 @@ type Cluster struct {
 	Nodes    prometheus.Gauge       // shield_cluster_nodes: live nodes, this one included
 	Messages *prometheus.CounterVec // shield_cluster_messages_total{kind,dir}
 	NodeLost prometheus.Counter     // shield_cluster_node_lost_total: deaths, not graceful leaves
+	// NATSConnected is shield_cluster_nats_connected: 1 while the node's
+	// NATS connection is up, 0 while it is down (reconnecting).
+	NATSConnected prometheus.Gauge
 
 	// counters caches Messages by kind and direction: every message
 	// crossing nodes counts once, and a label lookup per message would
@@ -47,12 +50,14 @@ func (m *Metrics) EnableCluster() *Cluster {
 				[]string{"kind", "dir"}),
 			NodeLost: prometheus.NewCounter(prometheus.CounterOpts{Name: "shield_cluster_node_lost_total",
 				Help: "Nodes declared dead after node_timeout without a heartbeat (a graceful leave is not counted)."}),
+			NATSConnected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "shield_cluster_nats_connected",
+				Help: "1 while this node's NATS connection is up, 0 while it is down and reconnecting (SPEC §10)."}),
 		}
 		for k := range numKinds {
 			c.counters[k][0] = c.Messages.WithLabelValues(kindNames[k], "in")
 			c.counters[k][1] = c.Messages.WithLabelValues(kindNames[k], "out")
 		}
-		m.Registry.MustRegister(c.Nodes, c.Messages, c.NodeLost)
+		m.Registry.MustRegister(c.Nodes, c.Messages, c.NodeLost, c.NATSConnected)
 		m.cluster = c
 	})
 	return m.cluster

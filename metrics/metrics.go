@@ -44,6 +44,8 @@ type Metrics struct {
 
 	clusterOnce sync.Once
 	cluster     *Cluster // nil until EnableCluster (cluster.go)
+	kvOnce      sync.Once
+	kv          *KV // nil until EnableKV (kv.go)
 }
 
 // liveHeap adds go_gc_heap_live_bytes to the Go collector's metrics: the
