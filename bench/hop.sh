@@ -70,4 +70,11 @@ for r in $(seq "$rounds"); do
 	load "one process" "$addr_one" "$pid_one"
 	load "gateway->svc" "$addr_gw" "$pid_gw" "$pid_svc"
 done
-curl -s "http://$admin_gw/metrics" | grep -E '^shield_cluster_messages_total' || true
+# The gateway node's NATS messages per client frame over every cluster row
+# (the logins' too), each way: at most 1, less when batched.
+curl -s "http://$admin_gw/metrics" | awk '
+	/^shield_requests_total/ { frames += $NF }
+	/^shield_cluster_messages_total\{dir="out",kind="ingress"\}/ { out = $NF }
+	/^shield_cluster_messages_total\{dir="in",kind="answer"\}/ { in_ = $NF }
+	END { if (frames > 0) printf "messages per frame on the gateway node: %.3f ingress out, %.3f answers in (%d frames)\n", out / frames, in_ / frames, frames }'
+

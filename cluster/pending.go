@@ -25,6 +25,13 @@ type pending struct {
 	in   *ingress.ClientIngress // a client frame
 	call *luavm.Call            // a shield.call
 	bind egress.BindDone        // a bind
+	// batch is an IngressBatch's items (batch.go): what its reply
+	// subject's no-responders status fails; left is how many of them are
+	// still pending (the batch goes with the last). An item's parent is
+	// its batch's id. Both are the table's, under its lock.
+	batch  []uint64
+	left   int
+	parent uint64
 }
 
 // pendingTable holds what is in flight to other nodes, by id.
@@ -49,13 +56,52 @@ func (t *pendingTable) add(p *pending) (uint64, bool) {
 	return t.next, true
 }
 
+// addBatch registers the items of one IngressBatch and the batch itself
+// (which holds their ids), under one lock, and returns the batch's id
+// and the items' ids in their order, or false once the table is closed.
+func (t *pendingTable) addBatch(items []*pending, batch *pending) (uint64, []uint64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, nil, false
+	}
+	t.next++
+	bid := t.next
+	ids := make([]uint64, len(items))
+	for i, p := range items {
+		t.next++
+		ids[i] = t.next
+		p.parent = bid
+		t.byID[t.next] = p
+	}
+	batch.batch, batch.left = ids, len(ids)
+	t.byID[bid] = batch
+	return bid, ids, true
+}
+
+// drop removes p, of id; the last item of a batch takes the batch with it.
+// t.mu is held.
+func (t *pendingTable) drop(id uint64, p *pending) {
+	delete(t.byID, id)
+	if p.parent == 0 {
+		return
+	}
+	if b := t.byID[p.parent]; b != nil {
+		if b.left--; b.left == 0 {
+			delete(t.byID, p.parent)
+		}
+	}
+}
+
 // take removes and returns the pending of id, or nil when it was settled
 // already.
 func (t *pendingTable) take(id uint64) *pending {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.byID[id]
-	delete(t.byID, id)
+	if p != nil {
+		t.drop(id, p)
+	}
 	return p
 }
 
@@ -67,7 +113,7 @@ func (t *pendingTable) takeIf(match func(*pending) bool) []*pending {
 	for id, p := range t.byID {
 		if match(p) {
 			out = append(out, p)
-			delete(t.byID, id)
+			t.drop(id, p)
 		}
 	}
 	return out
@@ -99,6 +145,8 @@ func (n *Node) settle(p *pending, err *codes.Error) {
 		n.rt.Return(&luavm.Result{To: c.From, ID: c.ID, Gen: c.Gen, Err: err})
 	case p.bind != nil:
 		p.bind(egress.ClientRef{}, err)
+	case p.batch != nil:
+		n.settleBatch(p, err)
 	}
 }
 

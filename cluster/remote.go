@@ -99,6 +99,10 @@ func (n *Node) handleReply(msg *nats.Msg) {
 	if !ok {
 		return
 	}
+	if id == 0 {
+		n.onResponseBatch(msg)
+		return
+	}
 	p := n.pend.take(id)
 	if p == nil {
 		return // late: settled already

@@ -99,6 +99,9 @@ func (n *Node) onInstance(target egress.ActorID) nats.MsgHandler {
 			if err := n.rt.Deliver(target, in); err != nil {
 				n.Respond(in.Answer(target.Service, nil, err))
 			}
+		case *pb.Instance_IngressBatch:
+			n.cm.In(metrics.KindIngress)
+			n.onIngressBatch(target, k.IngressBatch, msg.Reply, now)
 		case *pb.Instance_Call:
 			n.cm.In(metrics.KindCall)
 			c := callOf(k.Call, msg.Reply, now)

@@ -56,12 +56,16 @@ func errOf(e *pb.Error) *codes.Error {
 // ingressPB is a client frame for another node; the age of the frame, not
 // the time it was read, crosses (no two clocks are compared).
 func ingressPB(in *ingress.ClientIngress, now time.Time) *pb.Instance {
+	return &pb.Instance{Kind: &pb.Instance_Ingress{Ingress: ingressMsg(in, now)}}
+}
+
+func ingressMsg(in *ingress.ClientIngress, now time.Time) *pb.Ingress {
 	c := &in.Client
-	return &pb.Instance{Kind: &pb.Instance_Ingress{Ingress: &pb.Ingress{
+	return &pb.Ingress{
 		Ref: refPB(c.Ref), Route: c.Route, RouteId: c.RouteID, RequestId: c.RequestID, RemoteAddr: c.RemoteAddr,
 		Body: in.Body, Codec: in.Codec, Unwrap: in.Unwrap, AgeNanos: int64(now.Sub(in.Received)), BudgetNanos: int64(in.Budget),
 		Traceparent: in.Trace.TraceParent(),
-	}}}
+	}
 }
 
 func ingressOf(m *pb.Ingress, reply string, now time.Time) *ingress.ClientIngress {

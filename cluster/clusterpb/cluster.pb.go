@@ -87,7 +87,7 @@ func (x Lifecycle_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Lifecycle_Kind.Descriptor instead.
 func (Lifecycle_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8, 0}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10, 0}
 }
 
 type Presence_Kind int32
@@ -145,7 +145,7 @@ func (x Presence_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Presence_Kind.Descriptor instead.
 func (Presence_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18, 0}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20, 0}
 }
 
 // ClientRef is egress.ClientRef: one session at one epoch.
@@ -335,6 +335,7 @@ type Instance struct {
 	//	*Instance_Lifecycle
 	//	*Instance_Claim
 	//	*Instance_Release
+	//	*Instance_IngressBatch
 	Kind          isInstance_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -422,6 +423,15 @@ func (x *Instance) GetRelease() *Release {
 	return nil
 }
 
+func (x *Instance) GetIngressBatch() *IngressBatch {
+	if x != nil {
+		if x, ok := x.Kind.(*Instance_IngressBatch); ok {
+			return x.IngressBatch
+		}
+	}
+	return nil
+}
+
 type isInstance_Kind interface {
 	isInstance_Kind()
 }
@@ -446,6 +456,10 @@ type Instance_Release struct {
 	Release *Release `protobuf:"bytes,5,opt,name=release,proto3,oneof"`
 }
 
+type Instance_IngressBatch struct {
+	IngressBatch *IngressBatch `protobuf:"bytes,6,opt,name=ingress_batch,json=ingressBatch,proto3,oneof"` // reply: nothing; each item's answer goes to its reply_id
+}
+
 func (*Instance_Ingress) isInstance_Kind() {}
 
 func (*Instance_Call) isInstance_Kind() {}
@@ -455,6 +469,57 @@ func (*Instance_Lifecycle) isInstance_Kind() {}
 func (*Instance_Claim) isInstance_Kind() {}
 
 func (*Instance_Release) isInstance_Kind() {}
+
+func (*Instance_IngressBatch) isInstance_Kind() {}
+
+// IngressBatch is the client frames of one gateway read for one instance,
+// in arrival order, in one message (docs/cluster.md "The hop"). Each item
+// is answered on <prefix>.reply.<gateway>.<reply_id>, alone or in a
+// ResponseBatch; the batch's own reply subject only ever gets NATS's
+// no-responders status, which fails every item still unanswered.
+type IngressBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*Ingress             `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressBatch) Reset() {
+	*x = IngressBatch{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressBatch) ProtoMessage() {}
+
+func (x *IngressBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressBatch.ProtoReflect.Descriptor instead.
+func (*IngressBatch) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *IngressBatch) GetItems() []*Ingress {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
 
 // Ingress is ingress.ClientIngress: a client frame for its session's
 // target. Age is how long ago the gateway read it: the handler's budget
@@ -475,14 +540,16 @@ type Ingress struct {
 	BudgetNanos int64 `protobuf:"varint,10,opt,name=budget_nanos,json=budgetNanos,proto3" json:"budget_nanos,omitempty"`
 	// The gateway's span of the request as a W3C traceparent
 	// (docs/tracing.md); empty: not traced.
-	Traceparent   string `protobuf:"bytes,11,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Traceparent string `protobuf:"bytes,11,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// In an IngressBatch: the id of the item's reply subject.
+	ReplyId       uint64 `protobuf:"varint,12,opt,name=reply_id,json=replyId,proto3" json:"reply_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Ingress) Reset() {
 	*x = Ingress{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -494,7 +561,7 @@ func (x *Ingress) String() string {
 func (*Ingress) ProtoMessage() {}
 
 func (x *Ingress) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[4]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -507,7 +574,7 @@ func (x *Ingress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ingress.ProtoReflect.Descriptor instead.
 func (*Ingress) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{4}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Ingress) GetRef() *ClientRef {
@@ -587,6 +654,13 @@ func (x *Ingress) GetTraceparent() string {
 	return ""
 }
 
+func (x *Ingress) GetReplyId() uint64 {
+	if x != nil {
+		return x.ReplyId
+	}
+	return 0
+}
+
 // Response answers an Ingress on its reply subject: the body or the error
 // (a notify's outcome too). The gateway keeps the rest of the answer.
 type Response struct {
@@ -600,7 +674,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -612,7 +686,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[5]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +699,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{5}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Response) GetBody() []byte {
@@ -647,6 +721,61 @@ func (x *Response) GetService() string {
 		return x.Service
 	}
 	return ""
+}
+
+// ResponseBatch is several Responses for one gateway in one message, on
+// <prefix>.reply.<gateway>.0 (id 0 is never a pending's): the answers of
+// one actor step, each to the pending of its id.
+type ResponseBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []uint64               `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Responses     []*Response            `protobuf:"bytes,2,rep,name=responses,proto3" json:"responses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResponseBatch) Reset() {
+	*x = ResponseBatch{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResponseBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResponseBatch) ProtoMessage() {}
+
+func (x *ResponseBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResponseBatch.ProtoReflect.Descriptor instead.
+func (*ResponseBatch) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ResponseBatch) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *ResponseBatch) GetResponses() []*Response {
+	if x != nil {
+		return x.Responses
+	}
+	return nil
 }
 
 // Call is a luavm.Call: a shield.call (id != 0, with a budget) or a
@@ -671,7 +800,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +812,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[6]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +825,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Call) GetFrom() *ActorID {
@@ -781,7 +910,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +922,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[7]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +935,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Result) GetValues() [][]byte {
@@ -837,7 +966,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +978,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[8]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +991,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Lifecycle) GetKind() Lifecycle_Kind {
@@ -907,7 +1036,7 @@ type Claim struct {
 
 func (x *Claim) Reset() {
 	*x = Claim{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1048,7 @@ func (x *Claim) String() string {
 func (*Claim) ProtoMessage() {}
 
 func (x *Claim) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[9]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1061,7 @@ func (x *Claim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Claim.ProtoReflect.Descriptor instead.
 func (*Claim) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Claim) GetPlayerId() string {
@@ -966,7 +1095,7 @@ type ClaimReply struct {
 
 func (x *ClaimReply) Reset() {
 	*x = ClaimReply{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1107,7 @@ func (x *ClaimReply) String() string {
 func (*ClaimReply) ProtoMessage() {}
 
 func (x *ClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[10]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1120,7 @@ func (x *ClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimReply.ProtoReflect.Descriptor instead.
 func (*ClaimReply) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ClaimReply) GetHolder() *ClientRef {
@@ -1012,7 +1141,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1153,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[11]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1166,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Release) GetPlayerId() string {
@@ -1070,7 +1199,7 @@ type Gateway struct {
 
 func (x *Gateway) Reset() {
 	*x = Gateway{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1211,7 @@ func (x *Gateway) String() string {
 func (*Gateway) ProtoMessage() {}
 
 func (x *Gateway) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[12]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1224,7 @@ func (x *Gateway) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Gateway.ProtoReflect.Descriptor instead.
 func (*Gateway) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Gateway) GetKind() isGateway_Kind {
@@ -1167,7 +1296,7 @@ type Push struct {
 
 func (x *Push) Reset() {
 	*x = Push{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1308,7 @@ func (x *Push) String() string {
 func (*Push) ProtoMessage() {}
 
 func (x *Push) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[13]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1321,7 @@ func (x *Push) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Push.ProtoReflect.Descriptor instead.
 func (*Push) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Push) GetRouteId() uint32 {
@@ -1230,7 +1359,7 @@ type Kick struct {
 
 func (x *Kick) Reset() {
 	*x = Kick{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1371,7 @@ func (x *Kick) String() string {
 func (*Kick) ProtoMessage() {}
 
 func (x *Kick) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[14]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1384,7 @@ func (x *Kick) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kick.ProtoReflect.Descriptor instead.
 func (*Kick) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Kick) GetRef() *ClientRef {
@@ -1288,7 +1417,7 @@ type KickReply struct {
 
 func (x *KickReply) Reset() {
 	*x = KickReply{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1429,7 @@ func (x *KickReply) String() string {
 func (*KickReply) ProtoMessage() {}
 
 func (x *KickReply) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[15]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1442,7 @@ func (x *KickReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KickReply.ProtoReflect.Descriptor instead.
 func (*KickReply) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *KickReply) GetErr() *Error {
@@ -1336,7 +1465,7 @@ type BindRequest struct {
 
 func (x *BindRequest) Reset() {
 	*x = BindRequest{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1477,7 @@ func (x *BindRequest) String() string {
 func (*BindRequest) ProtoMessage() {}
 
 func (x *BindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[16]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1490,7 @@ func (x *BindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindRequest.ProtoReflect.Descriptor instead.
 func (*BindRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BindRequest) GetRef() *ClientRef {
@@ -1403,7 +1532,7 @@ type BindReply struct {
 
 func (x *BindReply) Reset() {
 	*x = BindReply{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1544,7 @@ func (x *BindReply) String() string {
 func (*BindReply) ProtoMessage() {}
 
 func (x *BindReply) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[17]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1557,7 @@ func (x *BindReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindReply.ProtoReflect.Descriptor instead.
 func (*BindReply) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BindReply) GetRef() *ClientRef {
@@ -1464,7 +1593,7 @@ type Presence struct {
 
 func (x *Presence) Reset() {
 	*x = Presence{}
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1605,7 @@ func (x *Presence) String() string {
 func (*Presence) ProtoMessage() {}
 
 func (x *Presence) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[18]
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1618,7 @@ func (x *Presence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Presence.ProtoReflect.Descriptor instead.
 func (*Presence) Descriptor() ([]byte, []int) {
-	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Presence) GetKind() Presence_Kind {
@@ -1571,14 +1700,17 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\binstance\x18\x02 \x01(\x05R\binstance\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x92\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xd7\x02\n" +
 	"\bInstance\x123\n" +
 	"\aingress\x18\x01 \x01(\v2\x17.shield.cluster.IngressH\x00R\aingress\x12*\n" +
 	"\x04call\x18\x02 \x01(\v2\x14.shield.cluster.CallH\x00R\x04call\x129\n" +
 	"\tlifecycle\x18\x03 \x01(\v2\x19.shield.cluster.LifecycleH\x00R\tlifecycle\x12-\n" +
 	"\x05claim\x18\x04 \x01(\v2\x15.shield.cluster.ClaimH\x00R\x05claim\x123\n" +
-	"\arelease\x18\x05 \x01(\v2\x17.shield.cluster.ReleaseH\x00R\areleaseB\x06\n" +
-	"\x04kind\"\xcb\x02\n" +
+	"\arelease\x18\x05 \x01(\v2\x17.shield.cluster.ReleaseH\x00R\arelease\x12C\n" +
+	"\ringress_batch\x18\x06 \x01(\v2\x1c.shield.cluster.IngressBatchH\x00R\fingressBatchB\x06\n" +
+	"\x04kind\"=\n" +
+	"\fIngressBatch\x12-\n" +
+	"\x05items\x18\x01 \x03(\v2\x17.shield.cluster.IngressR\x05items\"\xe6\x02\n" +
 	"\aIngress\x12+\n" +
 	"\x03ref\x18\x01 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12\x14\n" +
 	"\x05route\x18\x02 \x01(\tR\x05route\x12\x19\n" +
@@ -1593,11 +1725,15 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\tage_nanos\x18\t \x01(\x03R\bageNanos\x12!\n" +
 	"\fbudget_nanos\x18\n" +
 	" \x01(\x03R\vbudgetNanos\x12 \n" +
-	"\vtraceparent\x18\v \x01(\tR\vtraceparent\"a\n" +
+	"\vtraceparent\x18\v \x01(\tR\vtraceparent\x12\x19\n" +
+	"\breply_id\x18\f \x01(\x04R\areplyId\"a\n" +
 	"\bResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12'\n" +
 	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\x12\x18\n" +
-	"\aservice\x18\x03 \x01(\tR\aservice\"\x8b\x02\n" +
+	"\aservice\x18\x03 \x01(\tR\aservice\"Y\n" +
+	"\rResponseBatch\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\x04R\x03ids\x126\n" +
+	"\tresponses\x18\x02 \x03(\v2\x18.shield.cluster.ResponseR\tresponses\"\x8b\x02\n" +
 	"\x04Call\x12+\n" +
 	"\x04from\x18\x01 \x01(\v2\x17.shield.cluster.ActorIDR\x04from\x12\x18\n" +
 	"\aservice\x18\x02 \x01(\tR\aservice\x12\x10\n" +
@@ -1693,65 +1829,70 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_clusterpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
-	(Lifecycle_Kind)(0), // 0: shield.cluster.Lifecycle.Kind
-	(Presence_Kind)(0),  // 1: shield.cluster.Presence.Kind
-	(*ClientRef)(nil),   // 2: shield.cluster.ClientRef
-	(*ActorID)(nil),     // 3: shield.cluster.ActorID
-	(*Error)(nil),       // 4: shield.cluster.Error
-	(*Instance)(nil),    // 5: shield.cluster.Instance
-	(*Ingress)(nil),     // 6: shield.cluster.Ingress
-	(*Response)(nil),    // 7: shield.cluster.Response
-	(*Call)(nil),        // 8: shield.cluster.Call
-	(*Result)(nil),      // 9: shield.cluster.Result
-	(*Lifecycle)(nil),   // 10: shield.cluster.Lifecycle
-	(*Claim)(nil),       // 11: shield.cluster.Claim
-	(*ClaimReply)(nil),  // 12: shield.cluster.ClaimReply
-	(*Release)(nil),     // 13: shield.cluster.Release
-	(*Gateway)(nil),     // 14: shield.cluster.Gateway
-	(*Push)(nil),        // 15: shield.cluster.Push
-	(*Kick)(nil),        // 16: shield.cluster.Kick
-	(*KickReply)(nil),   // 17: shield.cluster.KickReply
-	(*BindRequest)(nil), // 18: shield.cluster.BindRequest
-	(*BindReply)(nil),   // 19: shield.cluster.BindReply
-	(*Presence)(nil),    // 20: shield.cluster.Presence
-	nil,                 // 21: shield.cluster.Push.BodiesEntry
+	(Lifecycle_Kind)(0),   // 0: shield.cluster.Lifecycle.Kind
+	(Presence_Kind)(0),    // 1: shield.cluster.Presence.Kind
+	(*ClientRef)(nil),     // 2: shield.cluster.ClientRef
+	(*ActorID)(nil),       // 3: shield.cluster.ActorID
+	(*Error)(nil),         // 4: shield.cluster.Error
+	(*Instance)(nil),      // 5: shield.cluster.Instance
+	(*IngressBatch)(nil),  // 6: shield.cluster.IngressBatch
+	(*Ingress)(nil),       // 7: shield.cluster.Ingress
+	(*Response)(nil),      // 8: shield.cluster.Response
+	(*ResponseBatch)(nil), // 9: shield.cluster.ResponseBatch
+	(*Call)(nil),          // 10: shield.cluster.Call
+	(*Result)(nil),        // 11: shield.cluster.Result
+	(*Lifecycle)(nil),     // 12: shield.cluster.Lifecycle
+	(*Claim)(nil),         // 13: shield.cluster.Claim
+	(*ClaimReply)(nil),    // 14: shield.cluster.ClaimReply
+	(*Release)(nil),       // 15: shield.cluster.Release
+	(*Gateway)(nil),       // 16: shield.cluster.Gateway
+	(*Push)(nil),          // 17: shield.cluster.Push
+	(*Kick)(nil),          // 18: shield.cluster.Kick
+	(*KickReply)(nil),     // 19: shield.cluster.KickReply
+	(*BindRequest)(nil),   // 20: shield.cluster.BindRequest
+	(*BindReply)(nil),     // 21: shield.cluster.BindReply
+	(*Presence)(nil),      // 22: shield.cluster.Presence
+	nil,                   // 23: shield.cluster.Push.BodiesEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
-	6,  // 0: shield.cluster.Instance.ingress:type_name -> shield.cluster.Ingress
-	8,  // 1: shield.cluster.Instance.call:type_name -> shield.cluster.Call
-	10, // 2: shield.cluster.Instance.lifecycle:type_name -> shield.cluster.Lifecycle
-	11, // 3: shield.cluster.Instance.claim:type_name -> shield.cluster.Claim
-	13, // 4: shield.cluster.Instance.release:type_name -> shield.cluster.Release
-	2,  // 5: shield.cluster.Ingress.ref:type_name -> shield.cluster.ClientRef
-	4,  // 6: shield.cluster.Response.err:type_name -> shield.cluster.Error
-	3,  // 7: shield.cluster.Call.from:type_name -> shield.cluster.ActorID
-	4,  // 8: shield.cluster.Result.err:type_name -> shield.cluster.Error
-	0,  // 9: shield.cluster.Lifecycle.kind:type_name -> shield.cluster.Lifecycle.Kind
-	2,  // 10: shield.cluster.Lifecycle.ref:type_name -> shield.cluster.ClientRef
-	2,  // 11: shield.cluster.Claim.candidate:type_name -> shield.cluster.ClientRef
-	2,  // 12: shield.cluster.ClaimReply.holder:type_name -> shield.cluster.ClientRef
-	2,  // 13: shield.cluster.Release.candidate:type_name -> shield.cluster.ClientRef
-	15, // 14: shield.cluster.Gateway.push:type_name -> shield.cluster.Push
-	16, // 15: shield.cluster.Gateway.kick:type_name -> shield.cluster.Kick
-	18, // 16: shield.cluster.Gateway.bind:type_name -> shield.cluster.BindRequest
-	21, // 17: shield.cluster.Push.bodies:type_name -> shield.cluster.Push.BodiesEntry
-	2,  // 18: shield.cluster.Push.targets:type_name -> shield.cluster.ClientRef
-	2,  // 19: shield.cluster.Kick.ref:type_name -> shield.cluster.ClientRef
-	4,  // 20: shield.cluster.KickReply.err:type_name -> shield.cluster.Error
-	2,  // 21: shield.cluster.BindRequest.ref:type_name -> shield.cluster.ClientRef
-	3,  // 22: shield.cluster.BindRequest.target:type_name -> shield.cluster.ActorID
-	3,  // 23: shield.cluster.BindRequest.caller:type_name -> shield.cluster.ActorID
-	2,  // 24: shield.cluster.BindReply.ref:type_name -> shield.cluster.ClientRef
-	4,  // 25: shield.cluster.BindReply.err:type_name -> shield.cluster.Error
-	1,  // 26: shield.cluster.Presence.kind:type_name -> shield.cluster.Presence.Kind
-	3,  // 27: shield.cluster.Presence.instances:type_name -> shield.cluster.ActorID
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	7,  // 0: shield.cluster.Instance.ingress:type_name -> shield.cluster.Ingress
+	10, // 1: shield.cluster.Instance.call:type_name -> shield.cluster.Call
+	12, // 2: shield.cluster.Instance.lifecycle:type_name -> shield.cluster.Lifecycle
+	13, // 3: shield.cluster.Instance.claim:type_name -> shield.cluster.Claim
+	15, // 4: shield.cluster.Instance.release:type_name -> shield.cluster.Release
+	6,  // 5: shield.cluster.Instance.ingress_batch:type_name -> shield.cluster.IngressBatch
+	7,  // 6: shield.cluster.IngressBatch.items:type_name -> shield.cluster.Ingress
+	2,  // 7: shield.cluster.Ingress.ref:type_name -> shield.cluster.ClientRef
+	4,  // 8: shield.cluster.Response.err:type_name -> shield.cluster.Error
+	8,  // 9: shield.cluster.ResponseBatch.responses:type_name -> shield.cluster.Response
+	3,  // 10: shield.cluster.Call.from:type_name -> shield.cluster.ActorID
+	4,  // 11: shield.cluster.Result.err:type_name -> shield.cluster.Error
+	0,  // 12: shield.cluster.Lifecycle.kind:type_name -> shield.cluster.Lifecycle.Kind
+	2,  // 13: shield.cluster.Lifecycle.ref:type_name -> shield.cluster.ClientRef
+	2,  // 14: shield.cluster.Claim.candidate:type_name -> shield.cluster.ClientRef
+	2,  // 15: shield.cluster.ClaimReply.holder:type_name -> shield.cluster.ClientRef
+	2,  // 16: shield.cluster.Release.candidate:type_name -> shield.cluster.ClientRef
+	17, // 17: shield.cluster.Gateway.push:type_name -> shield.cluster.Push
+	18, // 18: shield.cluster.Gateway.kick:type_name -> shield.cluster.Kick
+	20, // 19: shield.cluster.Gateway.bind:type_name -> shield.cluster.BindRequest
+	23, // 20: shield.cluster.Push.bodies:type_name -> shield.cluster.Push.BodiesEntry
+	2,  // 21: shield.cluster.Push.targets:type_name -> shield.cluster.ClientRef
+	2,  // 22: shield.cluster.Kick.ref:type_name -> shield.cluster.ClientRef
+	4,  // 23: shield.cluster.KickReply.err:type_name -> shield.cluster.Error
+	2,  // 24: shield.cluster.BindRequest.ref:type_name -> shield.cluster.ClientRef
+	3,  // 25: shield.cluster.BindRequest.target:type_name -> shield.cluster.ActorID
+	3,  // 26: shield.cluster.BindRequest.caller:type_name -> shield.cluster.ActorID
+	2,  // 27: shield.cluster.BindReply.ref:type_name -> shield.cluster.ClientRef
+	4,  // 28: shield.cluster.BindReply.err:type_name -> shield.cluster.Error
+	1,  // 29: shield.cluster.Presence.kind:type_name -> shield.cluster.Presence.Kind
+	3,  // 30: shield.cluster.Presence.instances:type_name -> shield.cluster.ActorID
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -1765,8 +1906,9 @@ func file_cluster_clusterpb_cluster_proto_init() {
 		(*Instance_Lifecycle)(nil),
 		(*Instance_Claim)(nil),
 		(*Instance_Release)(nil),
+		(*Instance_IngressBatch)(nil),
 	}
-	file_cluster_clusterpb_cluster_proto_msgTypes[12].OneofWrappers = []any{
+	file_cluster_clusterpb_cluster_proto_msgTypes[14].OneofWrappers = []any{
 		(*Gateway_Push)(nil),
 		(*Gateway_Kick)(nil),
 		(*Gateway_Bind)(nil),
@@ -1777,7 +1919,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

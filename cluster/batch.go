@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/shieldrpc/shield/cluster/clusterpb"
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/metrics"
+)
+
+// The hop in batches (docs/cluster.md "The hop"): the frames of one
+// gateway read for one remote instance travel in one IngressBatch, and
+// the answers of one actor step for one gateway in one ResponseBatch; a
+// lone frame or answer still travels alone, as before. So a frame costs at
+// most one NATS message each way, and under load much less: NATS's cost,
+// and the gateway node's, is per message.
+
+// DeliverAll is Deliver for the frames of one read that go to one target,
+// in order (the gateway's allDeliverer): a local target takes them from
+// the runtime; a remote one gets them in one message, all or none.
+func (n *Node) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (int, *codes.Error) {
+	if n.rt.Hosted(target) {
+		return n.rt.DeliverAll(target, ins)
+	}
+	if len(ins) == 1 {
+		if err := n.Deliver(target, ins[0]); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	node := n.peers.hostOf(target)
+	if node == "" {
+		return 0, unavailable("no live node hosts %s/%d", target.Service, target.Instance)
+	}
+	if !n.connected.Load() {
+		return 0, unavailable("the cluster's NATS is unreachable")
+	}
+	now := time.Now()
+	budget := n.budgets[target.Service]
+	batch := &pb.IngressBatch{Items: make([]*pb.Ingress, len(ins))}
+	ps := make([]*pending, len(ins))
+	var last time.Time
+	for i, in := range ins {
+		deadline := in.Received.Add(in.BudgetWithin(budget) + slack)
+		ps[i] = &pending{node: node, target: target, in: in, deadline: deadline}
+		if deadline.After(last) {
+			last = deadline
+		}
+	}
+	// The batch's own pending only settles its items should NATS say no
+	// one listens (its reply subject gets nothing else); it goes with the
+	// last of them.
+	bid, ids, ok := n.pend.addBatch(ps, &pending{node: node, deadline: last})
+	if !ok {
+		return 0, unavailable("node %s is stopping", n.name)
+	}
+	for i, in := range ins {
+		batch.Items[i] = ingressMsg(in, now)
+		batch.Items[i].ReplyId = ids[i]
+	}
+	msg := marshal(&pb.Instance{Kind: &pb.Instance_IngressBatch{IngressBatch: batch}})
+	if err := n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, bid), msg); err != nil {
+		n.untake(ids) // the last takes the batch
+		return 0, unavailable("cannot reach node %s: %v", node, err)
+	}
+	n.cm.Out(metrics.KindIngress)
+	return len(ins), nil
+}
+
+// untake forgets pendings that were never sent.
+func (n *Node) untake(ids []uint64) {
+	for _, id := range ids {
+		n.pend.take(id)
+	}
+}
+
+// settleBatch settles what of a batch's items is still unanswered.
+func (n *Node) settleBatch(p *pending, err *codes.Error) {
+	for _, id := range p.batch {
+		if q := n.pend.take(id); q != nil {
+			n.settle(q, err)
+		}
+	}
+}
+
+// onIngressBatch takes a batch into target's lane, as many frames as it
+// has room for; each of the others, and each frame the lane refuses, is
+// answered at once.
+func (n *Node) onIngressBatch(target egress.ActorID, m *pb.IngressBatch, reply string, now time.Time) {
+	prefix := reply
+	if i := strings.LastIndexByte(reply, '.'); i >= 0 {
+		prefix = reply[:i+1]
+	}
+	ins := make([]*ingress.ClientIngress, len(m.Items))
+	for i, item := range m.Items {
+		ins[i] = ingressOf(item, prefix+strconv.FormatUint(item.ReplyId, 10), now)
+		n.owners.seen(target, ins[i].Client.Ref)
+	}
+	took, err := n.rt.DeliverAll(target, ins)
+	for _, in := range ins[took:] {
+		n.Respond(in.Answer(target.Service, nil, err))
+	}
+}
+
+var _ egress.BatchSink = (*Node)(nil)
+
+// RespondAll sends the answers of one actor step: those for this node's
+// gateway to it in one hand-off, those for another gateway in one
+// ResponseBatch per gateway (a lone one as a Response).
+func (n *Node) RespondAll(rs []*egress.Response) {
+	var local []*egress.Response
+	for i := 0; i < len(rs); {
+		r := rs[i]
+		if r.Reply == "" {
+			local = append(local, r)
+			i++
+			continue
+		}
+		dot := strings.LastIndexByte(r.Reply, '.')
+		prefix := r.Reply[:dot+1]
+		j := i + 1
+		for j < len(rs) && strings.HasPrefix(rs[j].Reply, prefix) && strings.LastIndexByte(rs[j].Reply, '.') == dot {
+			j++
+		}
+		if j-i == 1 {
+			n.Respond(r)
+		} else {
+			n.respondBatch(prefix, rs[i:j])
+		}
+		i = j
+	}
+	if len(local) > 0 && n.gw != nil {
+		n.gw.RespondAll(local)
+	}
+}
+
+// respondBatch sends rs, all for the reply subjects under prefix, in one
+// message to prefix + "0".
+func (n *Node) respondBatch(prefix string, rs []*egress.Response) {
+	if n.dead.Load() {
+		return
+	}
+	b := &pb.ResponseBatch{Ids: make([]uint64, 0, len(rs)), Responses: make([]*pb.Response, 0, len(rs))}
+	for _, r := range rs {
+		id, ok := replyID(r.Reply)
+		if !ok {
+			continue
+		}
+		b.Ids = append(b.Ids, id)
+		b.Responses = append(b.Responses, &pb.Response{Body: r.Body, Err: errPB(r.Err), Service: r.Service})
+	}
+	if err := n.nc.Publish(prefix+"0", marshal(b)); err == nil {
+		n.cm.Out(metrics.KindAnswer)
+	}
+}
+
+// onResponseBatch hands the answers of a ResponseBatch to the gateway
+// with onReply's batch.
+func (n *Node) onResponseBatch(msg *nats.Msg) {
+	n.cm.In(metrics.KindAnswer)
+	var b pb.ResponseBatch
+	if err := proto.Unmarshal(msg.Data, &b); err != nil || len(b.Ids) != len(b.Responses) {
+		n.log.Warn("cluster: undecodable answer batch dropped", "subject", msg.Subject)
+		return
+	}
+	for i, id := range b.Ids {
+		p := n.pend.take(id)
+		if p == nil || p.in == nil {
+			continue // late: settled already
+		}
+		r := b.Responses[i]
+		if n.gw != nil {
+			n.replies = append(n.replies, p.answer(&egress.Response{Body: r.Body, Service: r.Service}, errOf(r.Err)))
+		}
+	}
+}
+
+// Pending is the number of things this node awaits an answer for from
+// other nodes (client frames, calls, binds, and batches of frames).
+func (n *Node) Pending() int { return n.pend.Len() }
