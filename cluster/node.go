@@ -91,6 +91,7 @@ type Node struct {
 	joined      atomic.Bool  // the start-up checks passed
 	lateJoin    atomic.Bool  // the checks of a node that started without NATS have begun
 	serving     atomic.Bool  // subscribed and announced
+	serveWanted atomic.Bool  // Serve ran before the start-up checks passed: serve once they have
 	leaving     atomic.Bool
 	dead        atomic.Bool // declared dead, or dropped out (Abandon): nothing more is sent
 
@@ -310,11 +311,12 @@ func (n *Node) onConnect(again bool) {
 	if again {
 		n.log.Info("cluster: NATS connection restored", "nats", n.nc.ConnectedUrlRedacted())
 	}
-	if n.serving.Load() {
+	switch {
+	case !n.joined.Load():
+		n.joinLater() // the checks first: it serves once they pass
+	case n.serving.Load():
 		n.announce(pb.Presence_HEARTBEAT)
 		n.announce(pb.Presence_PROBE)
-	} else if !n.joined.Load() {
-		n.joinLater()
 	}
 }
 
@@ -328,7 +330,11 @@ func (n *Node) joinLater() {
 	n.loops.Add(1)
 	go func() {
 		defer n.loops.Done()
-		if err := n.join(context.Background()); err != nil {
+		err := n.join(context.Background())
+		if err == nil && n.serveWanted.CompareAndSwap(true, false) {
+			err = n.serve()
+		}
+		if err != nil {
 			select {
 			case <-n.stop:
 			default:
@@ -380,8 +386,26 @@ func (n *Node) join(ctx context.Context) error {
 
 // Serve subscribes to this node's instances and, with a gateway, to the
 // gateway's subject, and announces the node: from now on the others reach
-// it.
+// it. A node whose start-up checks have not run yet (it started before its
+// NATS was reachable) does that once they pass; until then its instances
+// take nothing from other nodes and its gateway answers every client frame
+// client_rpc.unavailable (gateway.Hold), so a node the checks refuse never
+// serves (SPEC §10).
 func (n *Node) Serve() error {
+	if !n.joined.Load() {
+		if n.gw != nil {
+			n.gw.Hold(true)
+		}
+		n.serveWanted.Store(true)
+		n.log.Warn("cluster: not serving until NATS is reachable and the start-up checks have passed")
+		if !n.joined.Load() || !n.serveWanted.CompareAndSwap(true, false) {
+			return nil // the late join serves
+		}
+	}
+	return n.serve()
+}
+
+func (n *Node) serve() error {
 	var subs []*nats.Subscription
 	for _, a := range n.self.instances {
 		sub, err := n.subscribe(n.subj.instance(a), n.onInstance(a))
@@ -407,6 +431,9 @@ func (n *Node) Serve() error {
 	}
 	n.serving.Store(true)
 	n.announce(pb.Presence_HEARTBEAT)
+	if n.gw != nil {
+		n.gw.Hold(false)
+	}
 	n.log.Info("cluster: node serving", "incarnation", n.self.inc, "gateway", n.self.gateway, "instances", instanceNames(n.self.instances))
 	return nil
 }

@@ -73,6 +73,7 @@ type Gateway struct {
 	policy   session.Policy
 	limits   session.Limits
 	tr       *tracing.Tracer // nil: tracing off
+	hold     atomic.Bool     // answer every frame unavailable (Hold)
 	traces   traces          // traced requests awaiting their answer's write (trace.go)
 
 	live      atomic.Int64 // connections and suspended sessions, for max_sessions
@@ -128,6 +129,12 @@ func New(o Options) (*Gateway, error) {
 // and atomically (a reload, SPEC §12): a frame is judged whole by one
 // table or the other.
 func (g *Gateway) SetTable(t *descriptor.Table) { g.edge.Store(t.Edge()) }
+
+// Hold, on, makes the gateway answer every request client_rpc.unavailable
+// (and drop every notify, counted) without judging it further: a cluster
+// node does so until its start-up checks have passed (SPEC §10), while
+// /readyz says not ready. Off, frames are served again.
+func (g *Gateway) Hold(on bool) { g.hold.Store(on) }
 
 // Name is the node name carried in every ClientRef.
 func (g *Gateway) Name() string { return g.name }

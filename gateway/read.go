@@ -34,6 +34,11 @@ func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket, o
 		f.RouteID, f.Route = r.ID, r.Name
 	}
 	t := p.startTrace(f, r, now)
+	if p.g.hold.Load() {
+		p.refuse(f, ingress.Verdict{Code: codes.Unavailable, Answer: true,
+			Message: "the node is not ready: its cluster start-up checks have not passed yet"}, t)
+		return
+	}
 	if p.s.Draining() {
 		// An operator drains the session: it takes nothing new, and what
 		// it has in flight finishes (docs/protocol.md §6).
