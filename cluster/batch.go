@@ -67,18 +67,31 @@ func (n *Node) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (
 	}
 	msg := marshal(&pb.Instance{Kind: &pb.Instance_IngressBatch{IngressBatch: batch}})
 	if err := n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, bid), msg); err != nil {
-		n.untake(ids) // the last takes the batch
-		return 0, unavailable("cannot reach node %s: %v", node, err)
+		return n.unsent(ids, unavailable("cannot reach node %s: %v", node, err))
 	}
 	n.cm.Out(metrics.KindIngress)
 	return len(ins), nil
 }
 
-// untake forgets pendings that were never sent.
-func (n *Node) untake(ids []uint64) {
+// unsent takes back the items of a batch that could not be sent: all of
+// them refused with err when it gets them all back; but when a lost
+// connection settled some meanwhile (onDisconnect), those are answered
+// already, so the others are answered err the same way, each once, and
+// the gateway counts them all as taken.
+func (n *Node) unsent(ids []uint64, err *codes.Error) (int, *codes.Error) {
+	mine := make([]*pending, 0, len(ids))
 	for _, id := range ids {
-		n.pend.take(id)
+		if p := n.pend.take(id); p != nil { // the last takes the batch
+			mine = append(mine, p)
+		}
 	}
+	if len(mine) == len(ids) {
+		return 0, err
+	}
+	for _, p := range mine {
+		n.settle(p, err)
+	}
+	return len(ids), nil
 }
 
 // settleBatch settles what of a batch's items is still unanswered.

@@ -32,6 +32,7 @@ const (
 	routeCall     = 9501
 	routeSend     = 9502
 	routeTrace    = 9503
+	routeKVGet    = 9505
 )
 
 // Cluster timings of the tests: a dead node is declared within
@@ -158,6 +159,7 @@ actors:
         - {id: 9501, name: front_call, binding: call, requires_auth: false}
         - {id: 9502, name: front_send, binding: send, requires_auth: false}
         - {id: 9503, name: front_trace, binding: trace, requires_auth: false}
+        - {id: 9505, name: front_kvget, binding: kvget, requires_auth: false}
   - name: calc
     script: %[10]s/calc.lua
 `, s.name, s.services, s.cluster, heartbeat, nodeTimeout, s.top, listeners, s.session, services, data, instances)

@@ -259,6 +259,15 @@ func (n *Node) connect() error {
 		nats.ConnectHandler(func(*nats.Conn) { n.onConnect(false) }),
 		nats.ReconnectHandler(func(*nats.Conn) { n.onConnect(true) }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { n.onDisconnect(err) }),
+		nats.LameDuckModeHandler(func(nc *nats.Conn) {
+			// The server goes away soon and asks its clients to move:
+			// nats.go reconnects to another of cluster.nats's servers
+			// when it closes; what is in flight then is answered
+			// unavailable (onDisconnect), nothing is lost.
+			n.cm.NATSEvents.WithLabelValues("lame_duck").Inc()
+			n.log.Warn("cluster: the NATS server is entering lame-duck mode; this node moves to another when it closes",
+				"nats", nc.ConnectedUrlRedacted())
+		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
 			if sub != nil {
@@ -309,6 +318,7 @@ func (n *Node) onConnect(again bool) {
 	n.connectedAt.Store(now.UnixNano())
 	n.peers.touchAll(now)
 	if again {
+		n.cm.NATSEvents.WithLabelValues("reconnected").Inc()
 		n.log.Info("cluster: NATS connection restored", "nats", n.nc.ConnectedUrlRedacted())
 	}
 	switch {
@@ -353,6 +363,7 @@ func (n *Node) onDisconnect(err error) {
 		return
 	}
 	n.cm.NATSConnected.Set(0)
+	n.cm.NATSEvents.WithLabelValues("disconnected").Inc()
 	if n.dead.Load() {
 		return
 	}

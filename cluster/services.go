@@ -57,7 +57,9 @@ func (n *Node) Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.
 		return unavailable("node %s is stopping", n.name)
 	}
 	if err := n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, id), marshal(ingressPB(in, now))); err != nil {
-		n.pend.take(id)
+		if n.pend.take(id) == nil {
+			return nil // a lost connection settled it meanwhile: answered once, there
+		}
 		return unavailable("cannot reach node %s: %v", node, err)
 	}
 	n.cm.Out(metrics.KindIngress)

@@ -156,6 +156,7 @@ func (d *decoder) storage(n *yaml.Node, cfg *Config) {
 	s.Line = n.Line
 	d.mapping(n, w, "storage", fields{
 		"data_dir": d.nonEmpty(&s.DataDir, w, "storage.data_dir"),
+		"replicas": d.intIn(&s.Replicas, w, "storage.replicas", 1, MaxReplicas),
 		"buckets": func(v *yaml.Node) {
 			d.sequence(v, w, "storage.buckets", func(i int, item *yaml.Node) {
 				s.Buckets = append(s.Buckets, d.bucket(item, i))

@@ -32,7 +32,7 @@ storage:
 	if cfg.Cluster == nil || *cfg.Cluster != wantC {
 		t.Errorf("cluster = %+v, want %+v", cfg.Cluster, wantC)
 	}
-	wantS := &config.Storage{Line: 12, DataDir: filepath.Join("conf", "data"), Buckets: []config.Bucket{{Line: 13, Name: "players", MaxValueBytes: 65536, TTL: 0}}}
+	wantS := &config.Storage{Line: 12, DataDir: filepath.Join("conf", "data"), Replicas: 1, Buckets: []config.Bucket{{Line: 13, Name: "players", MaxValueBytes: 65536, TTL: 0}}}
 	if !reflect.DeepEqual(cfg.Storage, wantS) {
 		t.Errorf("storage = %+v, want %+v", cfg.Storage, wantS)
 	}
@@ -41,7 +41,7 @@ storage:
 	}
 
 	cfg = parseOK(t, valid+"storage: {}\n")
-	if want := (&config.Storage{Line: 10, DataDir: filepath.Join("conf", "data")}); !reflect.DeepEqual(cfg.Storage, want) {
+	if want := (&config.Storage{Line: 10, DataDir: filepath.Join("conf", "data"), Replicas: 1}); !reflect.DeepEqual(cfg.Storage, want) {
 		t.Errorf("storage = %+v, want %+v", cfg.Storage, want)
 	}
 	cfg = parseOK(t, "network:\n  admin: {address: \":9100\"}\n"+listenersHead[len("network:\n"):]+authHead[len(listenersHead):])

@@ -92,7 +92,10 @@ func (c *Cluster) URLs() []string {
 type Storage struct {
 	Line    int
 	DataDir string // resolved against Config.Dir; default "data"; unused with an external NATS
-	Buckets []Bucket
+	// Replicas is how many JetStream servers keep each bucket: 1 (the
+	// default), or 3 (or 5) on a NATS cluster of that many servers.
+	Replicas int
+	Buckets  []Bucket
 }
 
 // Bucket is one key-value bucket, created or updated at start.

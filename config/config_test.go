@@ -266,7 +266,7 @@ actors:
 	if got, want := cfg.Cluster.URLs(), []string{"nats://10.0.0.1:4222", "tls://10.0.0.2:4222"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("cluster URLs = %q, want %q", got, want)
 	}
-	wantSt := &config.Storage{Line: 10, DataDir: filepath.Join("conf", "kv"), Buckets: []config.Bucket{
+	wantSt := &config.Storage{Line: 10, DataDir: filepath.Join("conf", "kv"), Replicas: 1, Buckets: []config.Bucket{
 		{Line: 12, Name: "players", MaxValueBytes: 1024, TTL: 24 * time.Hour},
 		{Line: 13, Name: "matches", MaxValueBytes: 65536},
 	}}

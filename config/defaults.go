@@ -43,6 +43,8 @@ const (
 	DefaultNodeTimeout   = 3 * time.Second
 
 	DefaultDataDir       = "data"
+	DefaultReplicas      = 1 // storage.replicas
+	MaxReplicas          = 5 // JetStream's most
 	DefaultMaxValueBytes = 65536
 	DefaultBucketTTL     = 0 * time.Second // 0: keep forever
 
@@ -92,7 +94,7 @@ func defaultCluster() Cluster {
 	return Cluster{Prefix: DefaultClusterPrefix, Heartbeat: DefaultHeartbeat, NodeTimeout: DefaultNodeTimeout}
 }
 
-func defaultStorage() Storage { return Storage{DataDir: DefaultDataDir} }
+func defaultStorage() Storage { return Storage{DataDir: DefaultDataDir, Replicas: DefaultReplicas} }
 
 func defaultBucket() Bucket {
 	return Bucket{MaxValueBytes: DefaultMaxValueBytes, TTL: DefaultBucketTTL}

@@ -421,6 +421,10 @@ var errCases = []errCase{
 	// storage.
 	{"unknown key storage", valid + "storage: {bucket: []}\n",
 		[][]string{{file + ":10:", `storage: unknown key "bucket" (did you mean "buckets"?)`}}},
+	{"storage replicas 0", valid + "storage: {replicas: 0}\n",
+		[][]string{{file + ":10:", "storage.replicas: 0 is out of range"}}},
+	{"storage replicas 6", valid + "storage: {replicas: 6}\n",
+		[][]string{{file + ":10:", "storage.replicas: 6 is out of range"}}},
 	{"storage empty data_dir", valid + "storage: {data_dir: \"\"}\n",
 		[][]string{{file + ":10:", "storage.data_dir: must not be empty"}}},
 	{"storage buckets not a list", valid + "storage: {buckets: players}\n",

@@ -79,11 +79,12 @@ type Options struct {
 
 // Store is shield.kv's store. Its operations are safe for concurrent use.
 type Store struct {
-	dataDir string
-	buckets []config.Bucket
-	max     map[string]int // bucket -> max_value_bytes; fixed at New
-	log     *slog.Logger
-	ops     *prometheus.HistogramVec // nil: not timed
+	dataDir  string
+	buckets  []config.Bucket
+	max      map[string]int // bucket -> max_value_bytes; fixed at New
+	log      *slog.Logger
+	ops      *prometheus.HistogramVec // nil: not timed
+	replicas int                      // storage.replicas
 
 	mu        sync.Mutex // guards conn until Start
 	conn      *nats.Conn
@@ -112,7 +113,8 @@ type bucket struct {
 // New returns the store of cfg (its DataDir already resolved against the
 // config's folder). Nothing runs until Start.
 func New(cfg config.Storage, opts Options) *Store {
-	s := &Store{dataDir: cfg.DataDir, buckets: cfg.Buckets, max: map[string]int{}, log: opts.Logger, conn: opts.Conn}
+	s := &Store{dataDir: cfg.DataDir, buckets: cfg.Buckets, max: map[string]int{}, log: opts.Logger, conn: opts.Conn,
+		replicas: max(cfg.Replicas, 1)}
 	if opts.Metrics != nil {
 		s.ops = opts.Metrics.EnableKV().Ops
 	}
@@ -169,7 +171,7 @@ func (s *Store) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("storage: %w", err)
 	}
 	for _, b := range s.buckets {
-		kb, err := openBucket(ctx, l.js, b)
+		kb, err := openBucket(ctx, l.js, b, s.replicas)
 		if err != nil {
 			return err
 		}
@@ -189,9 +191,10 @@ func (s *Store) dataDirIf(l *live) string {
 
 // openBucket creates the bucket of b, or updates its settings, and binds
 // its stream.
-func openBucket(ctx context.Context, js jetstream.JetStream, b config.Bucket) (*bucket, error) {
+func openBucket(ctx context.Context, js jetstream.JetStream, b config.Bucket, replicas int) (*bucket, error) {
 	cfg := jetstream.KeyValueConfig{
 		Bucket:       b.Name,
+		Replicas:     replicas,
 		History:      1,
 		TTL:          b.TTL,
 		MaxValueSize: int32(min(b.MaxValueBytes+headerRoom, 1<<31-1)),

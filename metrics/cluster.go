@@ -11,6 +11,10 @@ type Cluster struct {
 	// NATSConnected is shield_cluster_nats_connected: 1 while the node's
 	// NATS connection is up, 0 while it is down (reconnecting).
 	NATSConnected prometheus.Gauge
+	// NATSEvents is shield_cluster_nats_events_total{event}: the NATS
+	// connection's disconnected, reconnected and lame_duck (its server
+	// is shutting down gracefully and asks clients to move) events.
+	NATSEvents *prometheus.CounterVec
 
 	// counters caches Messages by kind and direction: every message
 	// crossing nodes counts once, and a label lookup per message would
@@ -52,12 +56,18 @@ func (m *Metrics) EnableCluster() *Cluster {
 				Help: "Nodes declared dead after node_timeout without a heartbeat (a graceful leave is not counted)."}),
 			NATSConnected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "shield_cluster_nats_connected",
 				Help: "1 while this node's NATS connection is up, 0 while it is down and reconnecting (SPEC §10)."}),
+			NATSEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shield_cluster_nats_events_total",
+				Help: "Events of this node's NATS connection: disconnected, reconnected, lame_duck (its server asked clients to move before it shuts down)."},
+				[]string{"event"}),
 		}
 		for k := range numKinds {
 			c.counters[k][0] = c.Messages.WithLabelValues(kindNames[k], "in")
 			c.counters[k][1] = c.Messages.WithLabelValues(kindNames[k], "out")
 		}
-		m.Registry.MustRegister(c.Nodes, c.Messages, c.NodeLost, c.NATSConnected)
+		for _, e := range []string{"disconnected", "reconnected", "lame_duck"} {
+			c.NATSEvents.WithLabelValues(e) // every event's series from the start, 0 until it happens
+		}
+		m.Registry.MustRegister(c.Nodes, c.Messages, c.NodeLost, c.NATSConnected, c.NATSEvents)
 		m.cluster = c
 	})
 	return m.cluster

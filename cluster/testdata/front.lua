@@ -27,4 +27,13 @@ function M.trace(ctx, client, req)
   return { sum = sum }
 end
 
+
+-- kvget {key = "k"} -> the value front_trace stored under "trace-" .. key,
+-- or shield.null.
+function M.kvget(ctx, client, req)
+  local v = shield.kv.get("players", "trace-" .. req.key)
+  if v == nil then return shield.null end
+  return v
+end
+
 return M
