@@ -114,6 +114,9 @@ func (s *Server) reload(ctx context.Context) error {
 		table = mixed
 	}
 	s.Gateway.SetTable(table)
+	if s.Cluster != nil {
+		s.Cluster.SetTable(table)
+	}
 	r.table, r.cfg = table, cfg
 	return err
 }

@@ -61,8 +61,23 @@ func (n *Node) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (
 	if !ok {
 		return 0, unavailable("node %s is stopping", n.name)
 	}
+	first := &ins[0].Client
+	shared := true
+	for _, in := range ins[1:] {
+		c := &in.Client
+		shared = shared && c.Ref == first.Ref && c.RemoteAddr == first.RemoteAddr && in.Codec == ins[0].Codec && in.Unwrap == ins[0].Unwrap
+	}
+	if shared {
+		// What the decoder pays for most is the strings: send them once.
+		batch.Common = &pb.Ingress{Ref: refPB(first.Ref), RemoteAddr: first.RemoteAddr, Codec: ins[0].Codec, Unwrap: ins[0].Unwrap}
+	}
 	for i, in := range ins {
-		batch.Items[i] = ingressMsg(in, now)
+		if shared {
+			batch.Items[i] = &pb.Ingress{RouteId: in.Client.RouteID, RequestId: in.Client.RequestID, Body: in.Body,
+				AgeNanos: int64(now.Sub(in.Received)), BudgetNanos: int64(in.Budget), Traceparent: in.Trace.TraceParent()}
+		} else {
+			batch.Items[i] = ingressMsg(in, now)
+		}
 		batch.Items[i].ReplyId = ids[i]
 	}
 	msg := marshal(&pb.Instance{Kind: &pb.Instance_IngressBatch{IngressBatch: batch}})
@@ -112,9 +127,20 @@ func (n *Node) onIngressBatch(target egress.ActorID, m *pb.IngressBatch, reply s
 		prefix = reply[:i+1]
 	}
 	ins := make([]*ingress.ClientIngress, len(m.Items))
+	var ref egress.ClientRef
+	if c := m.Common; c != nil {
+		ref = refOf(c.Ref)
+	}
 	for i, item := range m.Items {
-		ins[i] = ingressOf(item, prefix+strconv.FormatUint(item.ReplyId, 10), now)
-		n.owners.seen(target, ins[i].Client.Ref)
+		in := ingressOf(item, prefix+strconv.FormatUint(item.ReplyId, 10), now)
+		if c := m.Common; c != nil {
+			in.Client.Ref, in.Client.RemoteAddr, in.Codec, in.Unwrap = ref, c.RemoteAddr, c.Codec, c.Unwrap
+			if r := n.edge.Load().Lookup(in.Client.RouteID); r != nil {
+				in.Client.Route = r.Name
+			}
+		}
+		ins[i] = in
+		n.owners.seen(target, in.Client.Ref)
 	}
 	took, err := n.rt.DeliverAll(target, ins)
 	for _, in := range ins[took:] {

@@ -73,7 +73,7 @@ type Node struct {
 	// replies are the answers onReply holds for the gateway, on the
 	// replies subscription's goroutine only (remote.go).
 	replies []*egress.Response
-	edge    *descriptor.Edge
+	edge    atomic.Pointer[descriptor.Edge] // the route table's edge projection; swapped by SetTable
 	m       *metrics.Metrics
 	cm      *metrics.Cluster
 	log     *slog.Logger
@@ -87,11 +87,12 @@ type Node struct {
 	nc  *nats.Conn
 
 	connected   atomic.Bool
-	connectedAt atomic.Int64 // unix nanoseconds of the latest (re)connect
-	joined      atomic.Bool  // the start-up checks passed
-	lateJoin    atomic.Bool  // the checks of a node that started without NATS have begun
-	serving     atomic.Bool  // subscribed and announced
-	serveWanted atomic.Bool  // Serve ran before the start-up checks passed: serve once they have
+	connectedAt atomic.Int64  // unix nanoseconds of the latest (re)connect
+	joined      atomic.Bool   // the start-up checks passed
+	lateJoin    atomic.Bool   // the checks of a node that started without NATS have begun
+	serving     atomic.Bool   // subscribed and announced
+	serveWanted atomic.Bool   // Serve ran before the start-up checks passed: serve once they have
+	links       atomic.Uint64 // how many times the NATS connection has come up (Presence.links)
 	leaving     atomic.Bool
 	dead        atomic.Bool // declared dead, or dropped out (Abandon): nothing more is sent
 
@@ -134,7 +135,7 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		instances[a.Name] = a.Instances
 	}
 	n := &Node{cfg: cfg, cl: cfg.Cluster, name: cfg.Node.Name, subj: newSubjects(cfg.Cluster.Prefix, instances),
-		rt: o.Runtime, edge: o.Table.Edge(), m: o.Metrics, cm: o.Metrics.EnableCluster(), log: o.Logger.With("node", cfg.Node.Name),
+		rt: o.Runtime, m: o.Metrics, cm: o.Metrics.EnableCluster(), log: o.Logger.With("node", cfg.Node.Name),
 		onFatal: o.OnFatal, embedded: o.Embedded, budgets: map[string]time.Duration{}, pend: newPendingTable(), peers: newPeerTable(),
 		owners: newOwners(), stop: make(chan struct{})}
 	n.self = &peer{name: n.name, inc: incarnation(), gateway: len(cfg.Network.Listeners) > 0, hash: TableHash(cfg, o.Table),
@@ -146,6 +147,7 @@ func New(ctx context.Context, o Options) (*Node, error) {
 			n.self.instances = append(n.self.instances, egress.ActorID{Service: a.Name, Instance: inst})
 		}
 	}
+	n.edge.Store(o.Table.Edge())
 	n.cm.Nodes.Set(1)
 	n.lateJoin.Store(true) // New runs the checks itself, unless NATS is not there yet
 	if err := n.connect(); err != nil {
@@ -215,6 +217,10 @@ func (n *Node) natsURL() string {
 	}
 	return n.cl.NATS
 }
+
+// SetTable makes t the route table this node checks pushes against and
+// names batched frames' routes by (a reload, SPEC §12).
+func (n *Node) SetTable(t *descriptor.Table) { n.edge.Store(t.Edge()) }
 
 // Conn is the node's NATS connection, which the kv store shares (SPEC
 // §11): one connection per node. It is set once New returned.
@@ -314,6 +320,7 @@ func (n *Node) onConnect(again bool) {
 		return
 	}
 	n.cm.NATSConnected.Set(1)
+	n.links.Add(1)
 	now := time.Now()
 	n.connectedAt.Store(now.UnixNano())
 	n.peers.touchAll(now)

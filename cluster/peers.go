@@ -21,6 +21,7 @@ type peer struct {
 	started   int64
 	last      time.Time // when it was last heard from
 	joining   bool      // it is still checking its start (SPEC §10 refusals): it hosts nothing yet
+	links     uint64    // its NATS connection's comings-up, as it last said
 }
 
 func (p *peer) String() string { return p.name + " (" + p.inc + ")" }
@@ -37,7 +38,7 @@ func (p *peer) before(q *peer) bool {
 
 func peerOf(m *pb.Presence, now time.Time) *peer {
 	p := &peer{name: m.Node, inc: m.Incarnation, gateway: m.Gateway, hash: m.TableHash, started: m.StartedUnixNano,
-		last: now, joining: m.Kind == pb.Presence_JOINING}
+		last: now, joining: m.Kind == pb.Presence_JOINING, links: m.Links}
 	for _, a := range m.Instances {
 		p.instances = append(p.instances, actorOf(a))
 	}
@@ -99,21 +100,25 @@ func (t *peerTable) wasDeclaredDead(name, inc string) bool {
 // heard records a presence message from p. It returns the peer p
 // replaces (the same name with another incarnation: that one is gone) and
 // whether p is new to the table as a live node.
-func (t *peerTable) heard(p *peer) (replaced *peer, joined bool) {
+// relinked reports that the same process says its NATS connection came
+// up again since it was last heard.
+func (t *peerTable) heard(p *peer) (replaced *peer, joined, relinked bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.byName[p.name]
 	if old != nil && old.inc == p.inc {
 		old.last = p.last
+		relinked = old.links != 0 && p.links > old.links
+		old.links = max(old.links, p.links)
 		if old.joining && !p.joining {
 			old.joining, old.gateway, old.instances, old.hash = false, p.gateway, p.instances, p.hash
 			t.hostLocked(old)
-			return nil, true
+			return nil, true, relinked
 		}
-		return nil, false
+		return nil, false, relinked
 	}
 	if old != nil && !old.joining && p.joining {
-		return nil, false // a process starting under a live node's name: it refuses itself
+		return nil, false, false // a process starting under a live node's name: it refuses itself
 	}
 	if old != nil {
 		t.removeLocked(old)
@@ -123,7 +128,7 @@ func (t *peerTable) heard(p *peer) (replaced *peer, joined bool) {
 	if !p.joining {
 		t.hostLocked(p)
 	}
-	return replaced, !p.joining
+	return replaced, !p.joining, false
 }
 
 func (t *peerTable) hostLocked(p *peer) {

@@ -54,7 +54,7 @@ func (n *Node) sweep(now time.Time) {
 // announce publishes a presence message of kind about this node.
 func (n *Node) announce(kind pb.Presence_Kind) {
 	m := &pb.Presence{Kind: kind, Node: n.name, Incarnation: n.self.inc, Gateway: n.self.gateway,
-		TableHash: n.self.hash, StartedUnixNano: n.self.started}
+		TableHash: n.self.hash, StartedUnixNano: n.self.started, Links: n.links.Load()}
 	if kind == pb.Presence_HEARTBEAT || kind == pb.Presence_JOINING {
 		for _, a := range n.self.instances {
 			m.Instances = append(m.Instances, actorPB(a))
@@ -98,12 +98,22 @@ func (n *Node) onPresence(msg *nats.Msg) {
 				// hears this heartbeat and refuses.
 				n.announce(pb.Presence_HEARTBEAT)
 			} else {
-				n.peers.heard(peerOf(&m, now)) // for this node's own start-up checks
+				_, _, _ = n.peers.heard(peerOf(&m, now)) // for this node's own start-up checks
 			}
 			return
 		}
 		p := peerOf(&m, now)
-		replaced, joined := n.peers.heard(p)
+		replaced, joined, relinked := n.peers.heard(p)
+		if relinked {
+			// It lost NATS and is back: the answers it published while
+			// away are gone, so what waits on it gets unavailable now
+			// rather than at its budget's end (each once; an answer that
+			// still comes finds nothing).
+			for _, q := range n.pend.takeIf(func(q *pending) bool { return q.node == p.name }) {
+				n.settle(q, unavailable("node %s lost its NATS connection meanwhile", p.name))
+			}
+			n.log.Info("cluster: a node is back on NATS; what it was answering was answered unavailable", "peer", p.name)
+		}
 		if replaced != nil {
 			// The same name, another process: the one before is dead.
 			n.peers.remove(replaced.name, replaced.inc, true, now)

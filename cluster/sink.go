@@ -39,7 +39,7 @@ func (n *Node) Push(p *egress.Push) []codes.Code {
 		return n.gw.Push(p)
 	}
 	out := make([]codes.Code, len(p.Targets))
-	if code := egress.CheckRoute(n.edge.Lookup(p.RouteID)); code != "" {
+	if code := egress.CheckRoute(n.edge.Load().Lookup(p.RouteID)); code != "" {
 		for i := range out {
 			out[i] = code
 		}

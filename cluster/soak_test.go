@@ -201,7 +201,9 @@ func soakClient(i int, gateway func(int) string, stop chan struct{}, count func(
 		}
 	}
 	call := func(c *client.Client, route uint32, req, resp any) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// Past the server's own bound (handler_timeout 15s plus a second):
+		// a call still unanswered then was lost.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		return c.Call(ctx, route, req, resp)
 	}

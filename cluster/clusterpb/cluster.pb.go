@@ -478,8 +478,12 @@ func (*Instance_IngressBatch) isInstance_Kind() {}
 // ResponseBatch; the batch's own reply subject only ever gets NATS's
 // no-responders status, which fails every item still unanswered.
 type IngressBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Items         []*Ingress             `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Items []*Ingress             `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// common, when set, holds what every item shares and then leaves out
+	// (one read is one session's: its ref, remote_addr, codec and unwrap);
+	// an item's route name is then the receiver's for its route_id.
+	Common        *Ingress `protobuf:"bytes,2,opt,name=common,proto3" json:"common,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -517,6 +521,13 @@ func (*IngressBatch) Descriptor() ([]byte, []int) {
 func (x *IngressBatch) GetItems() []*Ingress {
 	if x != nil {
 		return x.Items
+	}
+	return nil
+}
+
+func (x *IngressBatch) GetCommon() *Ingress {
+	if x != nil {
+		return x.Common
 	}
 	return nil
 }
@@ -1587,8 +1598,12 @@ type Presence struct {
 	StartedUnixNano int64                  `protobuf:"varint,7,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"` // tie-break between two nodes joining at once
 	DeadNode        string                 `protobuf:"bytes,8,opt,name=dead_node,json=deadNode,proto3" json:"dead_node,omitempty"`                         // DEAD only
 	DeadIncarnation string                 `protobuf:"bytes,9,opt,name=dead_incarnation,json=deadIncarnation,proto3" json:"dead_incarnation,omitempty"`    // DEAD only
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// How many times the node's NATS connection has come up: more than
+	// last time means it was away, and answers it published meanwhile may
+	// be lost, so what was sent to it is settled (docs/cluster.md).
+	Links         uint64 `protobuf:"varint,10,opt,name=links,proto3" json:"links,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Presence) Reset() {
@@ -1684,6 +1699,13 @@ func (x *Presence) GetDeadIncarnation() string {
 	return ""
 }
 
+func (x *Presence) GetLinks() uint64 {
+	if x != nil {
+		return x.Links
+	}
+	return 0
+}
+
 var File_cluster_clusterpb_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
@@ -1708,9 +1730,10 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x05claim\x18\x04 \x01(\v2\x15.shield.cluster.ClaimH\x00R\x05claim\x123\n" +
 	"\arelease\x18\x05 \x01(\v2\x17.shield.cluster.ReleaseH\x00R\arelease\x12C\n" +
 	"\ringress_batch\x18\x06 \x01(\v2\x1c.shield.cluster.IngressBatchH\x00R\fingressBatchB\x06\n" +
-	"\x04kind\"=\n" +
+	"\x04kind\"n\n" +
 	"\fIngressBatch\x12-\n" +
-	"\x05items\x18\x01 \x03(\v2\x17.shield.cluster.IngressR\x05items\"\xe6\x02\n" +
+	"\x05items\x18\x01 \x03(\v2\x17.shield.cluster.IngressR\x05items\x12/\n" +
+	"\x06common\x18\x02 \x01(\v2\x17.shield.cluster.IngressR\x06common\"\xe6\x02\n" +
 	"\aIngress\x12+\n" +
 	"\x03ref\x18\x01 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12\x14\n" +
 	"\x05route\x18\x02 \x01(\tR\x05route\x12\x19\n" +
@@ -1796,7 +1819,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x06caller\x18\x04 \x01(\v2\x17.shield.cluster.ActorIDR\x06caller\"a\n" +
 	"\tBindReply\x12+\n" +
 	"\x03ref\x18\x01 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12'\n" +
-	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xb1\x03\n" +
+	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xc7\x03\n" +
 	"\bPresence\x121\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1d.shield.cluster.Presence.KindR\x04kind\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12 \n" +
@@ -1807,7 +1830,9 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"table_hash\x18\x06 \x01(\tR\ttableHash\x12*\n" +
 	"\x11started_unix_nano\x18\a \x01(\x03R\x0fstartedUnixNano\x12\x1b\n" +
 	"\tdead_node\x18\b \x01(\tR\bdeadNode\x12)\n" +
-	"\x10dead_incarnation\x18\t \x01(\tR\x0fdeadIncarnation\"X\n" +
+	"\x10dead_incarnation\x18\t \x01(\tR\x0fdeadIncarnation\x12\x14\n" +
+	"\x05links\x18\n" +
+	" \x01(\x04R\x05links\"X\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tHEARTBEAT\x10\x01\x12\t\n" +
@@ -1864,35 +1889,36 @@ var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	15, // 4: shield.cluster.Instance.release:type_name -> shield.cluster.Release
 	6,  // 5: shield.cluster.Instance.ingress_batch:type_name -> shield.cluster.IngressBatch
 	7,  // 6: shield.cluster.IngressBatch.items:type_name -> shield.cluster.Ingress
-	2,  // 7: shield.cluster.Ingress.ref:type_name -> shield.cluster.ClientRef
-	4,  // 8: shield.cluster.Response.err:type_name -> shield.cluster.Error
-	8,  // 9: shield.cluster.ResponseBatch.responses:type_name -> shield.cluster.Response
-	3,  // 10: shield.cluster.Call.from:type_name -> shield.cluster.ActorID
-	4,  // 11: shield.cluster.Result.err:type_name -> shield.cluster.Error
-	0,  // 12: shield.cluster.Lifecycle.kind:type_name -> shield.cluster.Lifecycle.Kind
-	2,  // 13: shield.cluster.Lifecycle.ref:type_name -> shield.cluster.ClientRef
-	2,  // 14: shield.cluster.Claim.candidate:type_name -> shield.cluster.ClientRef
-	2,  // 15: shield.cluster.ClaimReply.holder:type_name -> shield.cluster.ClientRef
-	2,  // 16: shield.cluster.Release.candidate:type_name -> shield.cluster.ClientRef
-	17, // 17: shield.cluster.Gateway.push:type_name -> shield.cluster.Push
-	18, // 18: shield.cluster.Gateway.kick:type_name -> shield.cluster.Kick
-	20, // 19: shield.cluster.Gateway.bind:type_name -> shield.cluster.BindRequest
-	23, // 20: shield.cluster.Push.bodies:type_name -> shield.cluster.Push.BodiesEntry
-	2,  // 21: shield.cluster.Push.targets:type_name -> shield.cluster.ClientRef
-	2,  // 22: shield.cluster.Kick.ref:type_name -> shield.cluster.ClientRef
-	4,  // 23: shield.cluster.KickReply.err:type_name -> shield.cluster.Error
-	2,  // 24: shield.cluster.BindRequest.ref:type_name -> shield.cluster.ClientRef
-	3,  // 25: shield.cluster.BindRequest.target:type_name -> shield.cluster.ActorID
-	3,  // 26: shield.cluster.BindRequest.caller:type_name -> shield.cluster.ActorID
-	2,  // 27: shield.cluster.BindReply.ref:type_name -> shield.cluster.ClientRef
-	4,  // 28: shield.cluster.BindReply.err:type_name -> shield.cluster.Error
-	1,  // 29: shield.cluster.Presence.kind:type_name -> shield.cluster.Presence.Kind
-	3,  // 30: shield.cluster.Presence.instances:type_name -> shield.cluster.ActorID
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	7,  // 7: shield.cluster.IngressBatch.common:type_name -> shield.cluster.Ingress
+	2,  // 8: shield.cluster.Ingress.ref:type_name -> shield.cluster.ClientRef
+	4,  // 9: shield.cluster.Response.err:type_name -> shield.cluster.Error
+	8,  // 10: shield.cluster.ResponseBatch.responses:type_name -> shield.cluster.Response
+	3,  // 11: shield.cluster.Call.from:type_name -> shield.cluster.ActorID
+	4,  // 12: shield.cluster.Result.err:type_name -> shield.cluster.Error
+	0,  // 13: shield.cluster.Lifecycle.kind:type_name -> shield.cluster.Lifecycle.Kind
+	2,  // 14: shield.cluster.Lifecycle.ref:type_name -> shield.cluster.ClientRef
+	2,  // 15: shield.cluster.Claim.candidate:type_name -> shield.cluster.ClientRef
+	2,  // 16: shield.cluster.ClaimReply.holder:type_name -> shield.cluster.ClientRef
+	2,  // 17: shield.cluster.Release.candidate:type_name -> shield.cluster.ClientRef
+	17, // 18: shield.cluster.Gateway.push:type_name -> shield.cluster.Push
+	18, // 19: shield.cluster.Gateway.kick:type_name -> shield.cluster.Kick
+	20, // 20: shield.cluster.Gateway.bind:type_name -> shield.cluster.BindRequest
+	23, // 21: shield.cluster.Push.bodies:type_name -> shield.cluster.Push.BodiesEntry
+	2,  // 22: shield.cluster.Push.targets:type_name -> shield.cluster.ClientRef
+	2,  // 23: shield.cluster.Kick.ref:type_name -> shield.cluster.ClientRef
+	4,  // 24: shield.cluster.KickReply.err:type_name -> shield.cluster.Error
+	2,  // 25: shield.cluster.BindRequest.ref:type_name -> shield.cluster.ClientRef
+	3,  // 26: shield.cluster.BindRequest.target:type_name -> shield.cluster.ActorID
+	3,  // 27: shield.cluster.BindRequest.caller:type_name -> shield.cluster.ActorID
+	2,  // 28: shield.cluster.BindReply.ref:type_name -> shield.cluster.ClientRef
+	4,  // 29: shield.cluster.BindReply.err:type_name -> shield.cluster.Error
+	1,  // 30: shield.cluster.Presence.kind:type_name -> shield.cluster.Presence.Kind
+	3,  // 31: shield.cluster.Presence.instances:type_name -> shield.cluster.ActorID
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
