@@ -42,25 +42,14 @@ func (n *Node) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (
 	if !n.connected.Load() {
 		return 0, unavailable("the cluster's NATS is unreachable")
 	}
+	// Everything is read from the frames before they are registered: once
+	// they are, a lost connection may settle them (and their ingress be
+	// released) on another goroutine.
 	now := time.Now()
 	budget := n.budgets[target.Service]
 	batch := &pb.IngressBatch{Items: make([]*pb.Ingress, len(ins))}
 	ps := make([]*pending, len(ins))
 	var last time.Time
-	for i, in := range ins {
-		deadline := in.Received.Add(in.BudgetWithin(budget) + slack)
-		ps[i] = &pending{node: node, target: target, in: in, deadline: deadline}
-		if deadline.After(last) {
-			last = deadline
-		}
-	}
-	// The batch's own pending only settles its items should NATS say no
-	// one listens (its reply subject gets nothing else); it goes with the
-	// last of them.
-	bid, ids, ok := n.pend.addBatch(ps, &pending{node: node, deadline: last})
-	if !ok {
-		return 0, unavailable("node %s is stopping", n.name)
-	}
 	first := &ins[0].Client
 	shared := true
 	for _, in := range ins[1:] {
@@ -72,13 +61,27 @@ func (n *Node) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (
 		batch.Common = &pb.Ingress{Ref: refPB(first.Ref), RemoteAddr: first.RemoteAddr, Codec: ins[0].Codec, Unwrap: ins[0].Unwrap}
 	}
 	for i, in := range ins {
+		deadline := in.Received.Add(in.BudgetWithin(budget) + slack)
+		ps[i] = &pending{node: node, target: target, in: in, deadline: deadline}
+		if deadline.After(last) {
+			last = deadline
+		}
 		if shared {
 			batch.Items[i] = &pb.Ingress{RouteId: in.Client.RouteID, RequestId: in.Client.RequestID, Body: in.Body,
 				AgeNanos: int64(now.Sub(in.Received)), BudgetNanos: int64(in.Budget), Traceparent: in.Trace.TraceParent()}
 		} else {
 			batch.Items[i] = ingressMsg(in, now)
 		}
-		batch.Items[i].ReplyId = ids[i]
+	}
+	// The batch's own pending only settles its items should NATS say no
+	// one listens (its reply subject gets nothing else); it goes with the
+	// last of them.
+	bid, ids, ok := n.pend.addBatch(ps, &pending{node: node, deadline: last})
+	if !ok {
+		return 0, unavailable("node %s is stopping", n.name)
+	}
+	for i, item := range batch.Items {
+		item.ReplyId = ids[i]
 	}
 	msg := marshal(&pb.Instance{Kind: &pb.Instance_IngressBatch{IngressBatch: batch}})
 	if err := n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, bid), msg); err != nil {

@@ -50,13 +50,16 @@ func (n *Node) Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.
 	if !n.connected.Load() {
 		return unavailable("the cluster's NATS is unreachable")
 	}
-	now := time.Now()
+	// The message is made before the frame is registered: once it is, a
+	// lost connection may settle it (and its ingress be released) on
+	// another goroutine.
+	msg := marshal(ingressPB(in, time.Now()))
 	id, ok := n.pend.add(&pending{node: node, target: target, in: in,
 		deadline: in.Received.Add(in.BudgetWithin(n.budgets[target.Service]) + slack)})
 	if !ok {
 		return unavailable("node %s is stopping", n.name)
 	}
-	if err := n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, id), marshal(ingressPB(in, now))); err != nil {
+	if err := n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, id), msg); err != nil {
 		if n.pend.take(id) == nil {
 			return nil // a lost connection settled it meanwhile: answered once, there
 		}
