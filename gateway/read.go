@@ -33,7 +33,10 @@ func (p *peer) frame(f *envelope.Frame, now time.Time, bucket *ingress.Bucket, o
 	if r != nil {
 		f.RouteID, f.Route = r.ID, r.Name
 	}
-	t := p.startTrace(f, r, now)
+	var t *traced // nil: not traced (tracing off costs this test)
+	if p.g.tr != nil {
+		t = p.startTrace(f, r, now)
+	}
 	if p.g.hold.Load() {
 		p.refuse(f, ingress.Verdict{Code: codes.Unavailable, Answer: true,
 			Message: "the node is not ready: its cluster start-up checks have not passed yet"}, t)
