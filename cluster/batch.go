@@ -42,49 +42,48 @@ func (n *Node) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (
 	if !n.connected.Load() {
 		return 0, unavailable("the cluster's NATS is unreachable")
 	}
-	// Everything is read from the frames before they are registered: once
-	// they are, a lost connection may settle them (and their ingress be
-	// released) on another goroutine.
+	// Everything is read from the frames, and the message written, before
+	// they are registered: once they are, a lost connection may settle
+	// them (and their ingress be released) on another goroutine.
 	now := time.Now()
 	budget := n.budgets[target.Service]
-	batch := &pb.IngressBatch{Items: make([]*pb.Ingress, len(ins))}
-	ps := make([]*pending, len(ins))
-	var last time.Time
 	first := &ins[0].Client
 	shared := true
 	for _, in := range ins[1:] {
 		c := &in.Client
 		shared = shared && c.Ref == first.Ref && c.RemoteAddr == first.RemoteAddr && in.Codec == ins[0].Codec && in.Unwrap == ins[0].Unwrap
 	}
-	if shared {
-		// What the decoder pays for most is the strings: send them once.
-		batch.Common = &pb.Ingress{Ref: refPB(first.Ref), RemoteAddr: first.RemoteAddr, Codec: ins[0].Codec, Unwrap: ins[0].Unwrap}
-	}
+	items := make([]pending, len(ins))
+	ps := make([]*pending, len(ins))
+	var last time.Time
 	for i, in := range ins {
 		deadline := in.Received.Add(in.BudgetWithin(budget) + slack)
-		ps[i] = &pending{node: node, target: target, in: in, deadline: deadline}
+		items[i] = pending{node: node, target: target, in: in, deadline: deadline}
+		ps[i] = &items[i]
 		if deadline.After(last) {
 			last = deadline
 		}
-		if shared {
-			batch.Items[i] = &pb.Ingress{RouteId: in.Client.RouteID, RequestId: in.Client.RequestID, Body: in.Body,
-				AgeNanos: int64(now.Sub(in.Received)), BudgetNanos: int64(in.Budget), Traceparent: in.Trace.TraceParent()}
-		} else {
-			batch.Items[i] = ingressMsg(in, now)
-		}
 	}
-	// The batch's own pending only settles its items should NATS say no
-	// one listens (its reply subject gets nothing else); it goes with the
-	// last of them.
-	bid, ids, ok := n.pend.addBatch(ps, &pending{node: node, deadline: last})
+	bid := n.pend.reserve(len(ins))
+	var ids []uint64
+	var ok bool
+	err := pooled(func(b []byte) []byte {
+		// What the decoder pays for most is the strings: when the
+		// frames share them, they travel once.
+		return appendIngressBatch(b, ins, shared, bid+1, now)
+	}, func(msg []byte) error {
+		// The batch's own pending only settles its items should NATS
+		// say no one listens (its reply subject gets nothing else); it
+		// goes with the last of them.
+		if ids, ok = n.pend.addBatch(bid, ps, &pending{node: node, deadline: last}); !ok {
+			return nil
+		}
+		return n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, bid), msg)
+	})
 	if !ok {
 		return 0, unavailable("node %s is stopping", n.name)
 	}
-	for i, item := range batch.Items {
-		item.ReplyId = ids[i]
-	}
-	msg := marshal(&pb.Instance{Kind: &pb.Instance_IngressBatch{IngressBatch: batch}})
-	if err := n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, bid), msg); err != nil {
+	if err != nil {
 		return n.unsent(ids, unavailable("cannot reach node %s: %v", node, err))
 	}
 	n.cm.Out(metrics.KindIngress)
@@ -124,11 +123,20 @@ func (n *Node) settleBatch(p *pending, err *codes.Error) {
 // onIngressBatch takes a batch into target's lane, as many frames as it
 // has room for; each of the others, and each frame the lane refuses, is
 // answered at once.
-func (n *Node) onIngressBatch(target egress.ActorID, m *pb.IngressBatch, reply string, now time.Time) {
-	prefix := reply
-	if i := strings.LastIndexByte(reply, '.'); i >= 0 {
-		prefix = reply[:i+1]
+func (n *Node) onIngressBatch(target egress.ActorID, ins []*ingress.ClientIngress) {
+	for _, in := range ins {
+		n.owners.seen(target, in.Client.Ref)
 	}
+	took, err := n.rt.DeliverAll(target, ins)
+	for _, in := range ins[took:] {
+		n.Respond(in.Answer(target.Service, nil, err))
+	}
+}
+
+// ingressBatchOf is a batch proto.Unmarshal read (one fastwire declined):
+// its items, with common's fields and the receiver's route names.
+func (n *Node) ingressBatchOf(m *pb.IngressBatch, reply string, now time.Time) []*ingress.ClientIngress {
+	prefix := replyPrefix(reply)
 	ins := make([]*ingress.ClientIngress, len(m.Items))
 	var ref egress.ClientRef
 	if c := m.Common; c != nil {
@@ -143,12 +151,17 @@ func (n *Node) onIngressBatch(target egress.ActorID, m *pb.IngressBatch, reply s
 			}
 		}
 		ins[i] = in
-		n.owners.seen(target, in.Client.Ref)
 	}
-	took, err := n.rt.DeliverAll(target, ins)
-	for _, in := range ins[took:] {
-		n.Respond(in.Answer(target.Service, nil, err))
+	return ins
+}
+
+// replyPrefix is a batch's reply subject without its id: its items'
+// reply subjects are it and theirs.
+func replyPrefix(reply string) string {
+	if i := strings.LastIndexByte(reply, '.'); i >= 0 {
+		return reply[:i+1]
 	}
+	return reply
 }
 
 var _ egress.BatchSink = (*Node)(nil)
@@ -189,16 +202,16 @@ func (n *Node) respondBatch(prefix string, rs []*egress.Response) {
 	if n.dead.Load() {
 		return
 	}
-	b := &pb.ResponseBatch{Ids: make([]uint64, 0, len(rs)), Responses: make([]*pb.Response, 0, len(rs))}
+	ids := make([]uint64, 0, len(rs))
+	sent := rs[:0:0]
 	for _, r := range rs {
-		id, ok := replyID(r.Reply)
-		if !ok {
-			continue
+		if id, ok := replyID(r.Reply); ok {
+			ids, sent = append(ids, id), append(sent, r)
 		}
-		b.Ids = append(b.Ids, id)
-		b.Responses = append(b.Responses, &pb.Response{Body: r.Body, Err: errPB(r.Err), Service: r.Service})
 	}
-	if err := n.nc.Publish(prefix+"0", marshal(b)); err == nil {
+	err := pooled(func(b []byte) []byte { return appendResponseBatch(b, ids, sent) },
+		func(msg []byte) error { return n.nc.Publish(prefix+"0", msg) })
+	if err == nil {
 		n.cm.Out(metrics.KindAnswer)
 	}
 }
@@ -207,19 +220,41 @@ func (n *Node) respondBatch(prefix string, rs []*egress.Response) {
 // with onReply's batch.
 func (n *Node) onResponseBatch(msg *nats.Msg) {
 	n.cm.In(metrics.KindAnswer)
-	var b pb.ResponseBatch
-	if err := proto.Unmarshal(msg.Data, &b); err != nil || len(b.Ids) != len(b.Responses) {
+	ids, responses, ok := readResponseBatch(msg.Data, n.batch.ids[:0], n.batch.responses[:0])
+	rs := n.batch.rs[:0]
+	known := ""
+	for i := 0; ok && i < len(responses); i++ {
+		rs = append(rs, egress.Response{})
+		ok = readResponse(responses[i], &rs[i], known)
+		known = rs[i].Service
+	}
+	defer func() {
+		clear(responses)
+		clear(rs)
+		n.batch.ids, n.batch.responses, n.batch.rs = ids[:0], responses[:0], rs[:0]
+	}()
+	if !ok {
+		var b pb.ResponseBatch
+		if err := proto.Unmarshal(msg.Data, &b); err != nil {
+			n.log.Warn("cluster: undecodable answer batch dropped", "subject", msg.Subject)
+			return
+		}
+		ids, rs = b.Ids, make([]egress.Response, len(b.Responses))
+		for i, r := range b.Responses {
+			rs[i] = egress.Response{Body: r.Body, Service: r.Service, Err: errOf(r.Err)}
+		}
+	}
+	if len(ids) != len(rs) {
 		n.log.Warn("cluster: undecodable answer batch dropped", "subject", msg.Subject)
 		return
 	}
-	for i, id := range b.Ids {
+	for i, id := range ids {
 		p := n.pend.take(id)
 		if p == nil || p.in == nil {
 			continue // late: settled already
 		}
-		r := b.Responses[i]
 		if n.gw != nil {
-			n.replies = append(n.replies, p.answer(&egress.Response{Body: r.Body, Service: r.Service}, errOf(r.Err)))
+			n.replies = append(n.replies, p.answer(&rs[i], rs[i].Err))
 		}
 	}
 }

@@ -73,6 +73,12 @@ type Node struct {
 	// replies are the answers onReply holds for the gateway, on the
 	// replies subscription's goroutine only (remote.go).
 	replies []*egress.Response
+	// batch is onResponseBatch's scratch, on the same goroutine.
+	batch struct {
+		ids       []uint64
+		responses [][]byte
+		rs        []egress.Response
+	}
 	edge    atomic.Pointer[descriptor.Edge] // the route table's edge projection; swapped by SetTable
 	m       *metrics.Metrics
 	cm      *metrics.Cluster

@@ -56,27 +56,36 @@ func (t *pendingTable) add(p *pending) (uint64, bool) {
 	return t.next, true
 }
 
-// addBatch registers the items of one IngressBatch and the batch itself
-// (which holds their ids), under one lock, and returns the batch's id
-// and the items' ids in their order, or false once the table is closed.
-func (t *pendingTable) addBatch(items []*pending, batch *pending) (uint64, []uint64, bool) {
+// reserve sets aside n+1 ids for an IngressBatch: the batch's, returned,
+// and its items', the n after it. The message is written with them
+// before addBatch registers anything (batch.go).
+func (t *pendingTable) reserve(n int) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	bid := t.next + 1
+	t.next += uint64(n) + 1
+	return bid
+}
+
+// addBatch registers the items of one IngressBatch, under the ids reserve
+// gave (bid+1 on), and the batch itself (which holds their ids), under
+// one lock; it returns the items' ids in their order, or false once the
+// table is closed.
+func (t *pendingTable) addBatch(bid uint64, items []*pending, batch *pending) ([]uint64, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return 0, nil, false
+		return nil, false
 	}
-	t.next++
-	bid := t.next
 	ids := make([]uint64, len(items))
 	for i, p := range items {
-		t.next++
-		ids[i] = t.next
+		ids[i] = bid + 1 + uint64(i)
 		p.parent = bid
-		t.byID[t.next] = p
+		t.byID[ids[i]] = p
 	}
 	batch.batch, batch.left = ids, len(ids)
 	t.byID[bid] = batch
-	return bid, ids, true
+	return ids, true
 }
 
 // drop removes p, of id; the last item of a batch takes the batch with it.

@@ -114,13 +114,17 @@ func (n *Node) handleReply(msg *nats.Msg) {
 	switch {
 	case p.in != nil:
 		n.cm.In(metrics.KindAnswer)
-		var r pb.Response
-		if err := proto.Unmarshal(msg.Data, &r); err != nil {
-			n.settle(p, codes.New(codes.HandlerFailed, "undecodable answer from node %s", p.node))
-			return
+		var r egress.Response
+		if !readResponse(msg.Data, &r, p.target.Service) {
+			var m pb.Response
+			if err := proto.Unmarshal(msg.Data, &m); err != nil {
+				n.settle(p, codes.New(codes.HandlerFailed, "undecodable answer from node %s", p.node))
+				return
+			}
+			r = egress.Response{Body: m.Body, Service: m.Service, Err: errOf(m.Err)}
 		}
 		if n.gw != nil {
-			n.replies = append(n.replies, p.answer(&egress.Response{Body: r.Body, Service: r.Service}, errOf(r.Err)))
+			n.replies = append(n.replies, p.answer(&r, r.Err))
 		}
 	case p.call != nil:
 		n.cm.In(metrics.KindReply)

@@ -53,13 +53,20 @@ func (n *Node) Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.
 	// The message is made before the frame is registered: once it is, a
 	// lost connection may settle it (and its ingress be released) on
 	// another goroutine.
-	msg := marshal(ingressPB(in, time.Now()))
-	id, ok := n.pend.add(&pending{node: node, target: target, in: in,
-		deadline: in.Received.Add(in.BudgetWithin(n.budgets[target.Service]) + slack)})
+	var id uint64
+	ok := false
+	now := time.Now()
+	err := pooled(func(b []byte) []byte { return appendIngress(b, in, now) }, func(msg []byte) error {
+		if id, ok = n.pend.add(&pending{node: node, target: target, in: in,
+			deadline: in.Received.Add(in.BudgetWithin(n.budgets[target.Service]) + slack)}); !ok {
+			return nil
+		}
+		return n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, id), msg)
+	})
 	if !ok {
 		return unavailable("node %s is stopping", n.name)
 	}
-	if err := n.nc.PublishRequest(n.subj.instance(target), n.subj.reply(n.name, id), msg); err != nil {
+	if err != nil {
 		if n.pend.take(id) == nil {
 			return nil // a lost connection settled it meanwhile: answered once, there
 		}
@@ -90,6 +97,9 @@ func (n *Node) Control(target egress.ActorID, m any) {
 // onInstance handles what other nodes send one of this node's instances.
 func (n *Node) onInstance(target egress.ActorID) nats.MsgHandler {
 	return func(msg *nats.Msg) {
+		if n.fastInstance(target, msg) {
+			return
+		}
 		var m pb.Instance
 		if err := proto.Unmarshal(msg.Data, &m); err != nil {
 			n.log.Warn("cluster: undecodable message dropped", "subject", msg.Subject, "error", err)
@@ -99,14 +109,10 @@ func (n *Node) onInstance(target egress.ActorID) nats.MsgHandler {
 		switch k := m.Kind.(type) {
 		case *pb.Instance_Ingress:
 			n.cm.In(metrics.KindIngress)
-			in := ingressOf(k.Ingress, msg.Reply, now)
-			n.owners.seen(target, in.Client.Ref)
-			if err := n.rt.Deliver(target, in); err != nil {
-				n.Respond(in.Answer(target.Service, nil, err))
-			}
+			n.onIngress(target, ingressOf(k.Ingress, msg.Reply, now))
 		case *pb.Instance_IngressBatch:
 			n.cm.In(metrics.KindIngress)
-			n.onIngressBatch(target, k.IngressBatch, msg.Reply, now)
+			n.onIngressBatch(target, n.ingressBatchOf(k.IngressBatch, msg.Reply, now))
 		case *pb.Instance_Call:
 			n.cm.In(metrics.KindCall)
 			c := callOf(k.Call, msg.Reply, now)
@@ -133,6 +139,44 @@ func (n *Node) onInstance(target egress.ActorID) nats.MsgHandler {
 		default:
 			n.log.Warn("cluster: unknown instance message dropped", "subject", msg.Subject)
 		}
+	}
+}
+
+// fastInstance takes the hop's own messages, a frame or a batch of them,
+// as fastwire reads them; false: it declined, proto.Unmarshal's turn.
+func (n *Node) fastInstance(target egress.ActorID, msg *nats.Msg) bool {
+	num, b, ok := readInstance(msg.Data)
+	if !ok {
+		return false
+	}
+	now := time.Now()
+	switch num {
+	case fInstanceIngress:
+		in := &ingress.ClientIngress{}
+		if _, ok := readIngress(b, in, now); !ok {
+			return false
+		}
+		in.Reply = msg.Reply
+		n.cm.In(metrics.KindIngress)
+		n.onIngress(target, in)
+	case fInstanceIngressBatch:
+		ins, ok := n.readIngressBatch(b, replyPrefix(msg.Reply), now)
+		if !ok {
+			return false
+		}
+		n.cm.In(metrics.KindIngress)
+		n.onIngressBatch(target, ins)
+	default:
+		return false
+	}
+	return true
+}
+
+// onIngress takes a lone frame into target's lane, or answers it.
+func (n *Node) onIngress(target egress.ActorID, in *ingress.ClientIngress) {
+	n.owners.seen(target, in.Client.Ref)
+	if err := n.rt.Deliver(target, in); err != nil {
+		n.Respond(in.Answer(target.Service, nil, err))
 	}
 }
 

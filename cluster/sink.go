@@ -28,7 +28,13 @@ func (n *Node) Respond(r *egress.Response) {
 		}
 		return
 	}
-	n.reply(r.Reply, &pb.Response{Body: r.Body, Err: errPB(r.Err), Service: r.Service}, metrics.KindAnswer)
+	if n.dead.Load() {
+		return
+	}
+	err := pooled(func(b []byte) []byte { return appendResponse(b, r) }, func(msg []byte) error { return n.nc.Publish(r.Reply, msg) })
+	if err == nil {
+		n.cm.Out(metrics.KindAnswer)
+	}
 }
 
 // Push checks the route once, then hands each gateway its targets: the

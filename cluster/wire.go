@@ -53,21 +53,9 @@ func errOf(e *pb.Error) *codes.Error {
 	return &codes.Error{Code: codes.Code(e.Code), Message: e.Message}
 }
 
-// ingressPB is a client frame for another node; the age of the frame, not
-// the time it was read, crosses (no two clocks are compared).
-func ingressPB(in *ingress.ClientIngress, now time.Time) *pb.Instance {
-	return &pb.Instance{Kind: &pb.Instance_Ingress{Ingress: ingressMsg(in, now)}}
-}
-
-func ingressMsg(in *ingress.ClientIngress, now time.Time) *pb.Ingress {
-	c := &in.Client
-	return &pb.Ingress{
-		Ref: refPB(c.Ref), Route: c.Route, RouteId: c.RouteID, RequestId: c.RequestID, RemoteAddr: c.RemoteAddr,
-		Body: in.Body, Codec: in.Codec, Unwrap: in.Unwrap, AgeNanos: int64(now.Sub(in.Received)), BudgetNanos: int64(in.Budget),
-		Traceparent: in.Trace.TraceParent(),
-	}
-}
-
+// ingressOf is the frame an Ingress carries (the hop's own reader is
+// fastwire.go; this is for what it declines). The age of the frame, not
+// the time it was read, crosses: no two clocks are compared.
 func ingressOf(m *pb.Ingress, reply string, now time.Time) *ingress.ClientIngress {
 	return &ingress.ClientIngress{
 		Client: ingress.ClientContext{Ref: refOf(m.Ref), Route: m.Route, RouteID: m.RouteId, RequestID: m.RequestId,
