@@ -2,9 +2,12 @@ package cluster_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/envelope"
@@ -118,6 +121,22 @@ func TestBatchNoResponders(t *testing.T) {
 	a, s, _ := batchPair(t)
 	c := loggedIn(t, a, "carol")
 	s.kill(t)
+	// NATS drops S's subscriptions when it has read S's connection close,
+	// which is its own goroutine's business: a batch sent before then
+	// reaches the dead connection and waits for S to be declared dead.
+	probe, err := nats.Connect(a.Srv.Cluster.Conn().ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	wiretest.Eventually(t, "NATS without S's subscriptions", func() bool {
+		for _, subject := range []string{"shield.svc.player.0", "shield.svc.player.1"} {
+			if _, err := probe.Request(subject, nil, 100*time.Millisecond); !errors.Is(err, nats.ErrNoResponders) {
+				return false
+			}
+		}
+		return true
+	})
 	start := time.Now()
 	got := pipelined(t, c, 16)
 	if d := time.Since(start); d > nodeTimeout/2 {

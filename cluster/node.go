@@ -258,8 +258,8 @@ func (n *Node) connect() error {
 		n.srv = srv
 		n.log.Info("cluster: embedded NATS server listening", "address", srv.ClientURL())
 	}
-	nc, err := nats.Connect(n.natsURL(),
-		nats.Name("shield "+n.name),
+	opts := []nats.Option{
+		nats.Name("shield " + n.name),
 		nats.NoEcho(), // nothing a node sends is for itself: its own instances and gateway are reached directly
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
@@ -287,7 +287,16 @@ func (n *Node) connect() error {
 			}
 			n.log.Warn("cluster: NATS error", "subject", subject, "error", err)
 		}),
-	)
+	}
+	if n.srv != nil {
+		// The embedded server is in this process: its connection is an
+		// in-memory pipe, not a loopback socket, which saves each message
+		// a write and a read system call and a poller wake-up on this
+		// node (BENCHMARKS.md "The cluster's hop"). Other nodes still
+		// reach the server on cluster.embedded.
+		opts = append(opts, nats.InProcessServer(n.srv))
+	}
+	nc, err := nats.Connect(n.natsURL(), opts...)
 	if err != nil {
 		return fmt.Errorf("cluster: nats %s: %w", n.natsURL(), err)
 	}
