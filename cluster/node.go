@@ -263,7 +263,7 @@ func (n *Node) connect() error {
 		nats.NoEcho(), // nothing a node sends is for itself: its own instances and gateway are reached directly
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(100*time.Millisecond),
+		nats.ReconnectWait(100 * time.Millisecond),
 		nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
 		nats.ReconnectBufSize(-1),
 		nats.PingInterval(max(n.cl.Heartbeat, time.Second)),

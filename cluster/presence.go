@@ -30,17 +30,42 @@ func (n *Node) loop() {
 		case <-beat.C:
 			if n.serving.Load() {
 				n.announce(pb.Presence_HEARTBEAT)
+			} else {
+				// Still starting (its checks, then its VMs' init, which
+				// may wait on storage): the others judge a joining node's
+				// silence too, so it says it is still joining.
+				n.announce(pb.Presence_JOINING)
 			}
 		case now := <-check.C:
 			n.sweep(now)
 			if !n.connected.Load() || n.dead.Load() {
 				continue // its own silence is not the others'
 			}
-			for _, p := range n.peers.silent(now.Add(-n.cl.NodeTimeout)) {
+			silent := n.peers.silent(now.Add(-n.cl.NodeTimeout))
+			if len(silent) == 0 || !n.linkAlive() {
+				continue
+			}
+			for _, p := range silent {
 				n.gone(p, true)
 			}
 		}
 	}
+}
+
+// linkAlive makes a round trip to the NATS server before this node
+// declares anyone dead: a server that stalls (paused, overloaded) keeps
+// the connection open but passes nothing, and every peer then looks
+// silent to this node while the others hear each other. A round trip
+// that fails, or is slow, is this node's own outage: it judges nobody and
+// counts everyone as heard from now, as after a reconnect; what the
+// server delivers late is then still news.
+func (n *Node) linkAlive() bool {
+	start := time.Now()
+	if err := n.nc.FlushTimeout(n.cl.Heartbeat); err != nil || time.Since(start) > n.cl.Heartbeat/2 {
+		n.peers.touchAll(time.Now())
+		return false
+	}
+	return true
 }
 
 // sweep settles what waited past its deadline for an answer that never
@@ -134,6 +159,15 @@ func (n *Node) onPresence(msg *nats.Msg) {
 			n.departed(p, false)
 		}
 	case pb.Presence_DEAD:
+		if n.peers.wasDeclaredDead(m.Node, m.Incarnation) {
+			// A verdict from a node that is itself dead (it was cut off,
+			// and judged the others by its own silence): no member said
+			// it, so it counts for nothing, and its sender hears again
+			// that it is dead.
+			n.publishPresence(&pb.Presence{Kind: pb.Presence_DEAD, Node: n.name, Incarnation: n.self.inc,
+				DeadNode: m.Node, DeadIncarnation: m.Incarnation})
+			return
+		}
 		if m.DeadNode == n.name && m.DeadIncarnation == n.self.inc {
 			n.fatal(fmt.Errorf("cluster: node %s declared this node dead (no heartbeat for %s): exiting, the others have moved on", m.Node, n.cl.NodeTimeout))
 			return

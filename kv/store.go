@@ -161,6 +161,14 @@ func (s *Store) Start(ctx context.Context) (err error) {
 		l.own = true
 	}
 	l.nc = nc
+	if !l.own {
+		// The cluster's connection may not be up yet (a node started
+		// before its NATS): the buckets need it, and so does the VMs'
+		// init after this, so the start waits for it, within ctx.
+		if err := waitConnected(ctx, nc, s.log); err != nil {
+			return err
+		}
+	}
 	for _, b := range s.buckets {
 		if limit := nc.MaxPayload(); int64(b.MaxValueBytes+headerRoom) > limit {
 			return fmt.Errorf("storage: bucket %q: max_value_bytes %d is more than NATS carries (max_payload %d, less %d for headers)",
@@ -171,7 +179,7 @@ func (s *Store) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("storage: %w", err)
 	}
 	for _, b := range s.buckets {
-		kb, err := openBucket(ctx, l.js, b, s.replicas)
+		kb, err := openBucketRetrying(ctx, l.js, b, s.replicas, s.log)
 		if err != nil {
 			return err
 		}
@@ -191,6 +199,44 @@ func (s *Store) dataDirIf(l *live) string {
 
 // openBucket creates the bucket of b, or updates its settings, and binds
 // its stream.
+// bucketTry bounds one attempt to create or update a bucket: JetStream
+// can leave a request unanswered (two nodes creating one replicated
+// bucket at once while its servers elect a leader), and one unanswered
+// try must not hold the start until its end.
+const bucketTry = 10 * time.Second
+
+// waitConnected waits until nc is connected, logging once that it waits.
+func waitConnected(ctx context.Context, nc *nats.Conn, log *slog.Logger) error {
+	if nc.IsConnected() {
+		return nil
+	}
+	log.Warn("storage: waiting for the cluster's NATS connection before opening the buckets")
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !nc.IsConnected() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storage: NATS not reachable: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// openBucketRetrying is openBucket, each try bounded by bucketTry and
+// tried again, within ctx, when it did not finish.
+func openBucketRetrying(ctx context.Context, js jetstream.JetStream, b config.Bucket, replicas int, log *slog.Logger) (*bucket, error) {
+	for {
+		try, cancel := context.WithTimeout(ctx, bucketTry)
+		kb, err := openBucket(try, js, b, replicas)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return kb, err
+		}
+		log.Warn("storage: a bucket's creation got no answer in time; trying again", "bucket", b.Name, "after", bucketTry.String())
+	}
+}
+
 func openBucket(ctx context.Context, js jetstream.JetStream, b config.Bucket, replicas int) (*bucket, error) {
 	cfg := jetstream.KeyValueConfig{
 		Bucket:       b.Name,

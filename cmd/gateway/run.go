@@ -49,8 +49,23 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(hups, syscall.SIGHUP)
 	defer signal.Stop(hups)
 
+	// A signal during the start (a node waiting for its NATS, its
+	// storage, a long init) ends the start: the process exits 1.
 	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	started := make(chan struct{})
+	startSig := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel()
+			startSig <- s
+		case <-started:
+		}
+		close(startSig)
+	}()
 	srv, err := bootstrap.Start(startCtx, *file, bootstrap.Options{Logger: log})
+	close(started)
+	early := <-startSig // the signal the start took, if any
 	cancel()
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -72,7 +87,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	var sig os.Signal
+	sig := early // a signal as the start ended: drain at once
 	for sig == nil {
 		select {
 		case sig = <-sigs:
