@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,6 +139,40 @@ func TestDuplicateLoginKicksOld(t *testing.T) {
 		t.Fatal("old session not closed")
 	}
 	call(t, cur, routeJoinRoom, map[string]string{"room": "r"}, nil)
+}
+
+// TestLeaveOfAnotherSession (README "Ordering between services"): a
+// room's leave for a player's other session (the old one of a player who
+// logged in again, arriving after the new one joined) leaves the member;
+// the member's own session's end removes it, and the others hear so.
+func TestLeaveOfAnotherSession(t *testing.T) {
+	g := startGame(t, "")
+	alice, bob, probe := g.dial(t, "idlen"), g.dial(t, "idlen"), g.dial(t, "probe")
+	login(t, alice, "alice")
+	login(t, bob, "bob")
+	moved, left := make(chan []byte, 16), make(chan []byte, 16)
+	alice.OnPush(routePosition, func(b []byte) { moved <- b })
+	bob.OnPush(2102, func(b []byte) { left <- b })
+	call(t, alice, routeJoinRoom, map[string]string{"room": "lr"}, nil)
+	call(t, bob, routeJoinRoom, map[string]string{"room": "lr"}, nil)
+	call(t, probe, routeLeave, map[string]any{"room": "lr", "player_id": "alice", "session_id": 1 << 40, "gateway": "bench"}, nil)
+	call(t, bob, routeMove, map[string]int{"x": 1, "y": 2}, nil)
+	select {
+	case <-moved:
+	case b := <-left:
+		t.Fatalf("a leave of another session removed alice: %s", b)
+	case <-time.After(5 * time.Second):
+		t.Fatal("alice, still in the room, got no position push")
+	}
+	alice.Close()
+	select {
+	case b := <-left:
+		if !strings.Contains(string(b), `"alice"`) {
+			t.Fatalf("left push %s", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("bob did not hear that alice left")
+	}
 }
 
 // TestGarbageClosesOnlyItsConnection: a client that sends garbage is closed

@@ -25,6 +25,7 @@ const (
 	routeEcho      = 9002
 	routeWhoami    = 9003
 	routeForge     = 9004
+	routeLeave     = 9005
 	routeProbePush = 9101
 )
 
@@ -64,6 +65,7 @@ actors:
         - {id: 9002, name: probe_echo, binding: echo, requires_auth: false}
         - {id: 9003, name: probe_whoami, binding: whoami, requires_auth: false}
         - {id: 9004, name: probe_forge, binding: forge, requires_auth: false}
+        - {id: 9005, name: probe_leave, binding: leave, requires_auth: false}
         - {id: 9101, name: probe_push, binding: probe_push, direction: s2c}
 `, listeners, session, exampleActors(services), probe)
 }

@@ -30,4 +30,11 @@ function M.forge(ctx, client, req)
   return { result = code or ok }
 end
 
+-- leave {room =, player_id =, session_id =, gateway =}: sends the room the
+-- leave a session's player VM sends when it ends, naming any session.
+function M.leave(ctx, client, req)
+  shield.send("room", "leave", req.room, req.player_id, req.session_id, req.gateway)
+  return {}
+end
+
 return M

@@ -72,7 +72,7 @@ function M.join_room(ctx, client, req)
   local pid = client.player_id
   local old = room_of[pid]
   if old and old ~= room then
-    shield.send("room", "leave", old, pid)
+    shield.send("room", "leave", old, pid, client.session_id, client.gateway)
   end
   local members = shield.call("room", "join", room, shield.client.ref(client))
   room_of[pid] = room
@@ -108,7 +108,7 @@ function M.client_disconnected(ctx, client, reason)
   local pid = client.player_id
   local room = room_of[pid]
   if room then
-    shield.send("room", "leave", room, pid)
+    shield.send("room", "leave", room, pid, client.session_id, client.gateway)
     room_of[pid] = nil
   end
   profiles[pid] = nil -- stored already; loaded again at the next login

@@ -15,15 +15,19 @@ function M.join(ctx, room, ref)
   return n
 end
 
--- leave(room, player_id): the player left the room (joined another, or
--- disconnected); the members still there get a `left` push with the new
--- count, so that their boards drop the player.
-function M.leave(ctx, room, player_id)
+-- leave(room, player_id, session_id, gateway): that session of the player
+-- left the room (joined another, or disconnected); the members still there
+-- get a `left` push with the new count, so that their boards drop the
+-- player. A player who logged in again elsewhere may have joined with the
+-- new session before the old one's leave arrives (they come from different
+-- VMs, in no order): the member goes only while it is still that session.
+function M.leave(ctx, room, player_id, session_id, gateway)
   local members = rooms[room]
-  if not members or not members[player_id] then return end
+  local ref = members and members[player_id]
+  if not ref or (session_id and (ref.session_id ~= session_id or ref.gateway ~= gateway)) then return end
   members[player_id] = nil
   local refs = {}
-  for _, ref in pairs(members) do refs[#refs + 1] = ref end
+  for _, r in pairs(members) do refs[#refs + 1] = r end
   if #refs == 0 then
     rooms[room] = nil
     return
