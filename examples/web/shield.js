@@ -1134,6 +1134,473 @@ function webSocketDialer(url, ctor) {
   });
 }
 
+// src/room.ts
+var ROOM_ROUTES = {
+  /** s2c push: a state frame (binary; base64 in a JSON string on lenprefix and delimiter). */
+  state: 65520,
+  /** c2s notify: `{"version":N}`, or `{}` from a client holding no state (RoomState.syncBody). */
+  sync: 65521,
+  /** c2s request: `{"room":"<id>","token":"<token>","meta":<any>}` -> `{"room":"<id>"}`. */
+  join: 65522,
+  /** c2s request: empty -> `{}`. */
+  leave: 65523,
+  /** s2c push: a matchmaking event, JSON. */
+  match: 65524
+};
+var StateFrameError = class extends Error {
+  name = "StateFrameError";
+  code = "client.bad_state_frame";
+};
+var MAX_SAFE = 2 ** 53;
+var MAX_DEPTH = 16;
+var MAX_VERSION_OPS = 2 ** 22;
+var utf8Fatal = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+function frameErrorAt(off, what) {
+  return new StateFrameError(`state frame: byte ${off}: ${what}`);
+}
+function statePointer(path) {
+  let s = "";
+  for (const k of path) s += "/" + k.replace(/~/g, "~0").replace(/\//g, "~1");
+  return s;
+}
+function compareKeyBytes(a, b) {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+  return a.length - b.length;
+}
+var FrameReader = class {
+  constructor(b) {
+    this.b = b;
+  }
+  b;
+  off = 0;
+  byte(field) {
+    if (this.off >= this.b.length) throw frameErrorAt(this.off, `truncated in the ${field}`);
+    return this.b[this.off++];
+  }
+  /** A minimal varint of at most 8 bytes, unbounded. */
+  varint(field) {
+    const start = this.off;
+    let lo = 0;
+    let hi = 0;
+    for (let i = 0; ; i++) {
+      if (this.off >= this.b.length) throw frameErrorAt(start, `truncated in the ${field}`);
+      const c = this.b[this.off++];
+      if (i < 4) lo += (c & 127) * 2 ** (7 * i);
+      else hi += (c & 127) * 2 ** (7 * (i - 4));
+      if (c < 128) {
+        if (c === 0 && i > 0) throw frameErrorAt(start, `the ${field} is a varint that is not minimal`);
+        return { lo, hi };
+      }
+      if (i === 7) throw frameErrorAt(start, `the ${field} is a varint longer than 8 bytes`);
+    }
+  }
+  /** A varint field other than an integer value: at most 2^53, a number held exactly. */
+  uvarint(field) {
+    const start = this.off;
+    const { lo, hi } = this.varint(field);
+    if (hi > 2 ** 25 || hi === 2 ** 25 && lo > 0) throw frameErrorAt(start, `the ${field} is above 2^53`);
+    return hi * 2 ** 28 + lo;
+  }
+  bytes(field) {
+    const at = this.off;
+    const n = this.uvarint(`${field} length`);
+    if (n > this.b.length - this.off) throw frameErrorAt(at, `truncated in the ${field}`);
+    const bytes = this.b.subarray(this.off, this.off + n);
+    this.off += n;
+    return { bytes, at };
+  }
+  string(field) {
+    const { bytes, at } = this.bytes(field);
+    const s = utf8Text(bytes);
+    if (s === void 0) throw frameErrorAt(at, `the ${field} is not valid UTF-8`);
+    return s;
+  }
+};
+function utf8Text(b) {
+  try {
+    return utf8Fatal.decode(b);
+  } catch {
+    return void 0;
+  }
+}
+function decodeStateFrame(body) {
+  const r = new FrameReader(body);
+  const format = r.byte("format");
+  if (format !== 1) throw frameErrorAt(0, `format ${format} is not 1`);
+  const kind = r.byte("kind");
+  if (kind < 1 || kind > 3) throw frameErrorAt(1, `kind ${kind} is not 1 (SNAPSHOT), 2 (DELTA) or 3 (END)`);
+  const flags = r.byte("flags");
+  const hexFlags = "0x" + flags.toString(16).padStart(2, "0");
+  if ((flags & ~1) !== 0) throw frameErrorAt(2, `flags ${hexFlags}: only bit 0 (CONTINUES) is defined`);
+  if (kind === 3) {
+    if (flags !== 0) throw frameErrorAt(2, `flags ${hexFlags}: an END has no flags`);
+    const reason = r.string("reason");
+    const message = r.string("message");
+    if (r.off < body.length) throw frameErrorAt(r.off, "trailing bytes after the END's message");
+    return { kind: "end", reason, message };
+  }
+  const continues = flags === 1;
+  const baseAt = r.off;
+  const base = r.uvarint("base");
+  const version = r.uvarint("version");
+  if (kind === 1 && base !== 0) throw frameErrorAt(baseAt, `a SNAPSHOT's base is 0, got ${base}`);
+  if (kind === 2 && base >= version) throw frameErrorAt(baseAt, `a DELTA's base ${base} is not below its version ${version}`);
+  let roomId = "";
+  let tickHz = 0;
+  if (kind === 1) {
+    roomId = r.string("room id");
+    tickHz = r.byte("tick_hz");
+  }
+  const count = r.uvarint("count");
+  const ops = [];
+  let prev = [];
+  let prevBytes = [];
+  for (let i = 1; i <= count; i++) {
+    if (r.off === body.length) throw frameErrorAt(r.off, `count ${count}, but the frame ends after ${i - 1} of them`);
+    const start = r.off;
+    const code = r.byte("op");
+    if (code !== 1 && code !== 2) throw frameErrorAt(start, `op ${i}: code ${code} is not 1 (SET) or 2 (REMOVE)`);
+    const sharedAt = r.off;
+    const shared = r.uvarint("shared");
+    if (shared > prev.length) throw frameErrorAt(sharedAt, `op ${i}: shared ${shared} is above the previous path's length ${prev.length}`);
+    const addedAt = r.off;
+    const added = r.uvarint("added");
+    if (shared + added === 0 || shared + added > MAX_DEPTH) {
+      throw frameErrorAt(addedAt, `op ${i}: shared ${shared} + added ${added} keys: a path is 1 to ${MAX_DEPTH} keys`);
+    }
+    const path = prev.slice(0, shared);
+    const keyBytes = prevBytes.slice(0, shared);
+    for (let j = 0; j < added; j++) {
+      const { bytes, at } = r.bytes("key");
+      const k = utf8Text(bytes);
+      if (k === void 0) throw frameErrorAt(at, `op ${i}: key ${shared + j + 1} is not valid UTF-8`);
+      path.push(k);
+      keyBytes.push(bytes);
+    }
+    const cmp = shared < prev.length && added > 0 ? compareKeyBytes(keyBytes[shared], prevBytes[shared]) : 0;
+    if (added === 0 && shared === prev.length) throw frameErrorAt(start, `op ${i}: ${statePointer(path)} twice`);
+    if (added === 0 || cmp < 0) {
+      throw frameErrorAt(start, `op ${i}: ${statePointer(path)} comes before the previous op's ${statePointer(prev)} (path order)`);
+    }
+    if (shared < prev.length && cmp === 0) {
+      let n = 0;
+      while (n < path.length && n < prev.length && compareKeyBytes(keyBytes[n], prevBytes[n]) === 0) n++;
+      throw frameErrorAt(start, `op ${i}: shared ${shared}, but the path shares ${n} keys with the previous op's ${statePointer(prev)}`);
+    }
+    if (code === 1) ops.push({ op: "set", path, value: readValue(r, i) });
+    else ops.push({ op: "remove", path });
+    prev = path;
+    prevBytes = keyBytes;
+  }
+  if (r.off < body.length) throw frameErrorAt(r.off, `trailing bytes after the last of count ${count} ops`);
+  return kind === 1 ? { kind: "snapshot", continues, base, version, roomId, tickHz, ops } : { kind: "delta", continues, base, version, ops };
+}
+function readValue(r, i) {
+  const at = r.off;
+  const tag = r.byte("value tag");
+  switch (tag) {
+    case 0:
+      return false;
+    case 1:
+      return true;
+    case 2: {
+      const intAt = r.off;
+      const { lo, hi } = r.varint("integer");
+      if (hi > 2 ** 26 || hi === 2 ** 26 && lo > 0) throw frameErrorAt(intAt, `op ${i}: an integer beyond ±2^53`);
+      const m = hi * 2 ** 27 + Math.floor(lo / 2);
+      return lo % 2 === 1 ? -m - 1 : m;
+    }
+    case 3: {
+      if (r.b.length - r.off < 8) throw frameErrorAt(r.off, "truncated in the float64");
+      const floatAt = r.off;
+      const f = new DataView(r.b.buffer, r.b.byteOffset + r.off, 8).getFloat64(0, false);
+      r.off += 8;
+      if (!Number.isFinite(f)) throw frameErrorAt(floatAt, `op ${i}: a float64 that is not finite`);
+      if (Number.isInteger(f) && Math.abs(f) <= MAX_SAFE) throw frameErrorAt(floatAt, `op ${i}: an integral float64 within ±2^53 (it is an integer, tag 2)`);
+      return f;
+    }
+    case 4: {
+      const { bytes, at: strAt } = r.bytes("string");
+      const s = utf8Text(bytes);
+      if (s === void 0) throw frameErrorAt(strAt, `op ${i}: the string is not valid UTF-8`);
+      return s;
+    }
+    case 5:
+      return {};
+  }
+  throw frameErrorAt(at, `op ${i}: value tag ${tag} is not 0 to 5`);
+}
+var hasOwnKey = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+var isStateTable = (v) => typeof v === "object" && v !== null;
+function putOwn(t, k, v) {
+  Object.defineProperty(t, k, { value: v, writable: true, enumerable: true, configurable: true });
+}
+function ownChild(t, k) {
+  return hasOwnKey(t, k) ? t[k] : void 0;
+}
+var opPathKey = (p) => p.map((k) => `${k.length}:${k}`).join("");
+function applyStateOps(state, ops) {
+  const seen = /* @__PURE__ */ new Map();
+  ops.forEach((op, i) => {
+    const p = op.path;
+    const n = p.length;
+    const fail = (what) => new StateFrameError(`state frame: op ${i + 1} (${op.op === "set" ? "SET" : "REMOVE"} ${statePointer(p)}): ${what}`);
+    let near = -1;
+    let table = false;
+    for (let d = n - 1; d >= 1 && seen.size > 0; d--) {
+      const t = seen.get(opPathKey(p.slice(0, d)));
+      if (t !== void 0) {
+        near = d;
+        table = t;
+        break;
+      }
+    }
+    if (near >= 0 && !table) throw fail(`${statePointer(p.slice(0, near))} is not a table`);
+    if (near >= 0 && near < n - 1) throw fail(`${statePointer(p.slice(0, near + 1))} is not a table`);
+    if (near >= 0 && op.op === "remove") throw fail("no such path");
+    if (near < 0) {
+      let node = state;
+      for (let d = 0; d < n - 1; d++) {
+        const next = ownChild(node, p[d]);
+        if (!isStateTable(next)) throw fail(`${statePointer(p.slice(0, d + 1))} is not a table`);
+        node = next;
+      }
+      if (op.op === "remove" && !hasOwnKey(node, p[n - 1])) throw fail("no such path");
+    }
+    seen.set(opPathKey(p), op.op === "set" && isStateTable(op.value));
+  });
+  for (const op of ops) {
+    let node = state;
+    for (let d = 0; d < op.path.length - 1; d++) node = node[op.path[d]];
+    const last = op.path[op.path.length - 1];
+    if (op.op === "remove") delete node[last];
+    else putOwn(node, last, isStateTable(op.value) ? {} : op.value);
+  }
+}
+var RoomState = class {
+  #state;
+  #version = 0;
+  #roomId = "";
+  #tickHz = 0;
+  #pending;
+  #ops = [];
+  #parts = 0;
+  #skipping = false;
+  #changes = /* @__PURE__ */ new Set();
+  #patches = /* @__PURE__ */ new Set();
+  #ends = /* @__PURE__ */ new Set();
+  #gaps = /* @__PURE__ */ new Set();
+  #onError;
+  constructor(options = {}) {
+    this.#onError = options.onError;
+  }
+  /** The state at `version`; undefined before the first SNAPSHOT and after END. Read it; do not change it. */
+  get state() {
+    return this.#state;
+  }
+  /** The state's version; undefined without a state. */
+  get version() {
+    return this.#state === void 0 ? void 0 : this.#version;
+  }
+  /** The last SNAPSHOT's room id. */
+  get roomId() {
+    return this.#roomId;
+  }
+  /** The last SNAPSHOT's tick rate: clients clock themselves with it. */
+  get tickHz() {
+    return this.#tickHz;
+  }
+  /** The body of `shield.room.sync`: `{"version":N}`, or `{}` without a state. */
+  syncBody() {
+    return this.#state === void 0 ? {} : { version: this.#version };
+  }
+  onChange(handler) {
+    return subscribe(this.#changes, handler);
+  }
+  onPatch(handler) {
+    return subscribe(this.#patches, handler);
+  }
+  onEnd(handler) {
+    return subscribe(this.#ends, handler);
+  }
+  /** Called whenever a body calls for a sync (RoomUpdate.sync). */
+  onGap(handler) {
+    return subscribe(this.#gaps, handler);
+  }
+  /** Forgets the state and any buffered parts (a client that left the room or lost its session). */
+  reset() {
+    this.#state = void 0;
+    this.#version = 0;
+    this.#drop();
+    this.#skipping = false;
+  }
+  /**
+   * Takes one `shield.room.state` body: bytes, or on lenprefix and
+   * delimiter the payload's standard base64 string. Malformed input never
+   * throws: it is a `gap` update with its StateFrameError, the state left
+   * as it was.
+   */
+  receive(body) {
+    const u = this.#receive(body);
+    if (u.end !== void 0) this.#emit(this.#ends, u.end);
+    if (u.sync) this.#emit(this.#gaps, { why: u.why ?? u.error?.message ?? "parts of a version were broken off", error: u.error, version: this.version });
+    return u;
+  }
+  #receive(body) {
+    const gap = (version, error, why) => ({
+      status: "gap",
+      version,
+      sync: true,
+      ops: [],
+      ...error ? { error } : {},
+      ...why ? { why } : {}
+    });
+    let b = new Uint8Array();
+    let f;
+    try {
+      b = typeof body === "string" ? stateFromBase64(body) : body;
+      f = decodeStateFrame(b);
+    } catch (e) {
+      if (!(e instanceof StateFrameError)) throw e;
+      this.#drop();
+      this.#skipping = b.length >= 3 && b[0] === 1 && (b[2] & 1) === 1 && b[1] !== 3;
+      return gap(void 0, e);
+    }
+    if (this.#skipping && f.kind !== "end") {
+      this.#skipping = f.continues;
+      return gap(f.version, void 0, "the rest of a version whose part did not decode");
+    }
+    this.#skipping = false;
+    let broken = false;
+    if (this.#pending !== void 0 && !continuesPending(this.#pending, f)) {
+      this.#drop();
+      broken = true;
+    }
+    if (f.kind === "end") {
+      this.reset();
+      this.#roomId = "";
+      this.#tickHz = 0;
+      return { status: "end", version: void 0, sync: false, ops: [], end: { reason: f.reason, message: f.message } };
+    }
+    if (f.kind === "delta" && this.#pending === void 0) {
+      if (this.#state === void 0) return gap(f.version, void 0, "a DELTA before any SNAPSHOT");
+      if (f.base !== this.#version) return gap(f.version, void 0, `a DELTA from version ${f.base}, but the state is at version ${this.#version}`);
+    }
+    const err = this.#buffer(f);
+    if (err !== void 0) {
+      this.#drop();
+      this.#skipping = f.continues;
+      return gap(f.version, err);
+    }
+    if (f.continues) return { status: "partial", version: f.version, sync: broken, ops: [] };
+    const ops = this.#ops;
+    this.#drop();
+    let target;
+    if (f.kind === "snapshot") target = {};
+    else target = this.#state;
+    try {
+      applyStateOps(target, ops);
+    } catch (e) {
+      if (!(e instanceof StateFrameError)) throw e;
+      return gap(f.version, e);
+    }
+    this.#state = target;
+    this.#version = f.version;
+    if (f.kind === "snapshot") {
+      this.#roomId = f.roomId;
+      this.#tickHz = f.tickHz;
+    }
+    this.#events(f.kind, f.version, ops);
+    return { status: "applied", version: f.version, sync: broken, ops };
+  }
+  #buffer(f) {
+    if (this.#pending === void 0) {
+      this.#pending = { kind: f.kind, base: f.base, version: f.version, roomId: f.kind === "snapshot" ? f.roomId : "", tickHz: f.kind === "snapshot" ? f.tickHz : 0 };
+    }
+    this.#parts++;
+    if (this.#ops.length > 0 && f.ops.length > 0) {
+      const prev = this.#ops[this.#ops.length - 1].path;
+      const first = f.ops[0].path;
+      const c = comparePaths(first, prev);
+      if (c === 0) return new StateFrameError(`state frame: part ${this.#parts}: op 1: ${statePointer(first)} twice`);
+      if (c < 0) return new StateFrameError(`state frame: part ${this.#parts}: op 1: ${statePointer(first)} comes before the previous part's ${statePointer(prev)} (path order)`);
+    }
+    if (this.#ops.length + f.ops.length > MAX_VERSION_OPS) {
+      return new StateFrameError(`state frame: part ${this.#parts}: more than ${MAX_VERSION_OPS} ops in one version`);
+    }
+    this.#ops = this.#ops.length === 0 ? f.ops : this.#ops.concat(f.ops);
+    return void 0;
+  }
+  #drop() {
+    this.#pending = void 0;
+    this.#ops = [];
+    this.#parts = 0;
+  }
+  #events(kind, version, ops) {
+    if (this.#changes.size === 0 && this.#patches.size === 0) return;
+    const changes = ops.map((op) => {
+      let value;
+      if (op.op === "set") value = isStateTable(op.value) ? valueAt(this.#state, op.path) : op.value;
+      return { op: op.op, path: op.path, pointer: statePointer(op.path), value };
+    });
+    for (const c of changes) this.#emit(this.#changes, c);
+    this.#emit(this.#patches, { kind, version, changes });
+  }
+  #emit(handlers, arg) {
+    for (const h of [...handlers]) {
+      try {
+        h(arg);
+      } catch (e) {
+        if (this.#onError) {
+          try {
+            this.#onError(e);
+          } catch (e2) {
+            reportHandlerError(e2);
+          }
+        } else reportHandlerError(e);
+      }
+    }
+  }
+};
+function subscribe(set, h) {
+  set.add(h);
+  return () => set.delete(h);
+}
+function reportHandlerError(e) {
+  const report = globalThis.reportError;
+  if (typeof report === "function") report(e);
+  else
+    queueMicrotask(() => {
+      throw e;
+    });
+}
+function continuesPending(p, f) {
+  if (f.kind === "end" || f.kind !== p.kind || f.base !== p.base || f.version !== p.version) return false;
+  return f.kind === "delta" || f.roomId === p.roomId && f.tickHz === p.tickHz;
+}
+var keyEncoder = new TextEncoder();
+function comparePaths(a, b) {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    if (a[i] !== b[i]) return compareKeyBytes(keyEncoder.encode(a[i]), keyEncoder.encode(b[i]));
+  }
+  return a.length - b.length;
+}
+function valueAt(t, path) {
+  let v = t;
+  for (const k of path) v = isStateTable(v) ? ownChild(v, k) : void 0;
+  return v;
+}
+var STANDARD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+function stateFromBase64(s) {
+  if (!STANDARD_BASE64.test(s)) throw new StateFrameError("state frame: the payload is not standard base64");
+  const bin = atob(s);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
 // src/index.ts
 function connect(options) {
   const { url, WebSocket, ...rest } = options;
@@ -1156,17 +1623,24 @@ export {
   Client,
   ClosedError,
   ENVELOPES,
+  MAX_VERSION_OPS,
   NOTICE_CODES,
   ProtocolError,
+  ROOM_ROUTES,
+  RoomState,
   ShieldError,
+  StateFrameError,
   StreamDecoder,
   TimeoutError,
   UpgradeError,
+  applyStateOps,
   backoffDelay,
   connect,
   createClient,
   decodeMessage,
+  decodeStateFrame,
   encodeMessage,
   encodeStreamFrame,
+  statePointer,
   webSocketDialer
 };

@@ -35,6 +35,25 @@ export {
   type OutBody,
   type OutFrame,
 } from './envelope.js';
+export {
+  applyStateOps,
+  decodeStateFrame,
+  statePointer,
+  RoomState,
+  StateFrameError,
+  MAX_VERSION_OPS,
+  ROOM_ROUTES,
+  type RoomEnd,
+  type RoomGap,
+  type RoomStateOptions,
+  type RoomUpdate,
+  type StateChange,
+  type StateFrame,
+  type StateOp,
+  type StatePatch,
+  type StateTable,
+  type StateValue,
+} from './room.js';
 export type { Conn, ConnEvents, Dialer } from './transport.js';
 export { webSocketDialer, type WebSocketConstructor, type WebSocketLike } from './websocket.js';
 
