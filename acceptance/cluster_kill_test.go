@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,4 +215,70 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestSignalDuringStart (docs/cluster.md "Presence, start-up and
+// readiness"): a node with storage started before its NATS waits for it
+// to open its buckets; SIGTERM meanwhile ends the start, exit status 1.
+func TestSignalDuringStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the gateway binary")
+	}
+	bin, err := buildGateway()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "actors.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`node: {name: svc-1, services: [player, room]}
+cluster: {nats: "nats://127.0.0.1:%d"}
+storage: {data_dir: %q, buckets: [{name: players}]}
+log: {format: json, level: info}
+%s`, freeLoopbackPort(t), dir, exampleClusterActors(t))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedLog{}
+	cmd := exec.Command(bin, "run", "-c", cfg)
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	waitFor(t, 10*time.Second, "the node waiting for NATS", func() bool {
+		return strings.Contains(logs.String(), "storage: waiting for the cluster's NATS connection")
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Errorf("exit after SIGTERM during the start: %v, want status 1", err)
+		}
+		done <- err // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Fatalf("still starting 5s after SIGTERM:\n%s", logs.String())
+	}
+}
+
+// lockedLog is a process's stderr, written by exec's copying goroutine
+// and read by the test.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/shieldrpc/shield/internal/testutil"
 )
@@ -57,4 +58,35 @@ func TestKVOnTheClusterNATS(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, "jetstream")); err != nil {
 		t.Errorf("no JetStream files in A's data_dir: %v", err)
 	}
+}
+
+// TestStorageNodeBeforeNATS (docs/cluster.md "Presence, start-up and
+// readiness"): a node with a storage block started before its NATS waits
+// for the connection to open its buckets (it neither exits nor serves),
+// then starts, and its profiles go through JetStream.
+func TestStorageNodeBeforeNATS(t *testing.T) {
+	testutil.CheckGoroutines(t)
+	port := freePort(t)
+	storage := "storage: {data_dir: " + t.TempDir() + ", buckets: [{name: players}]}\n"
+	sSpec := nodeSpec{name: "svc", services: "[player, room, calc]", cluster: fmt.Sprintf("nats: nats://127.0.0.1:%d", port), top: storage}
+	started := make(chan *node, 1)
+	go func() { started <- startNode(t, sSpec) }()
+	select {
+	case <-started:
+		t.Fatal("the storage node started without NATS")
+	case <-time.After(2 * nodeTimeout):
+	}
+	a := startNode(t, nodeSpec{name: "gw-a", services: "[auth, front]", gateway: true, top: storage,
+		cluster: fmt.Sprintf("embedded: 127.0.0.1:%d", port)})
+	var s *node
+	select {
+	case s = <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the storage node did not start within 20s of NATS")
+	}
+	waitReady(t, a, s)
+	alice := dial(t, a, "game")
+	login(t, alice, "alice")
+	call(t, alice, routeJoinRoom, map[string]string{"room": "lobby"}, nil)
+	call(t, alice, routeMove, map[string]int{"x": 3, "y": 1}, nil)
 }
