@@ -230,6 +230,9 @@ func validateNode(d *decoder, cfg *Config, actors map[string]int) {
 		case !ok:
 			d.errorf(s.Line, w, "node.services: %q is not an actor", short(s.Actor))
 			continue
+		case s.Instance != AllInstances && cfg.Actor(s.Actor).Room != nil:
+			d.errorf(s.Line, w, "node.services: %q: %q is a room service and has no instances: list it as %q", short(s.String()), short(s.Actor), short(s.Actor))
+			continue
 		case s.Instance != AllInstances && s.Instance >= n:
 			d.errorf(s.Line, w, "node.services: %s is out of range: actor %q has %d instance%s (0..%d)", short(s.String()), short(s.Actor), n, plural(n), n-1)
 			continue

@@ -28,6 +28,7 @@ type Config struct {
 	Lua     Lua
 	Session Session
 	Actors  []Actor
+	Match   Match // matchmaking queues (docs/rooms.md §2.3); none by default
 }
 
 // Node names this gateway and, in a cluster, says which actor instances
@@ -41,6 +42,11 @@ type Node struct {
 	// reading it, so that the nil case is never forgotten.
 	Services     []NodeService
 	ServicesLine int // the line of node.services; 0 when absent
+
+	// Queues is node.queues as written, cluster only: nil when absent
+	// (see Config.HostsQueue), non-nil and empty for [].
+	Queues     []NodeQueue
+	QueuesLine int // the line of node.queues; 0 when absent
 }
 
 // NodeService is one entry of node.services: every instance of an actor
@@ -223,6 +229,7 @@ type Actor struct {
 	HandlerTimeout time.Duration // at most MaxHandlerTimeout
 	MaxPending     int
 	Routes         []Route
+	Room           *Room // nil: an ordinary service; set: a room kind (docs/rooms.md §2.1)
 
 	// Settings is the actor's settings mapping as plain data: map[string]any,
 	// []any, string, int64, float64, bool, and Null for a YAML null. It is
@@ -248,6 +255,7 @@ type Route struct {
 	LazyDecode    bool
 	RequestCodec  string
 	RequestSchema string
+	RoomInput     bool // frames are a room's tick inputs, with no handler (docs/rooms.md §2.2)
 }
 
 // Label names the route in messages: its id, and its name when it has one.

@@ -560,6 +560,9 @@ func rangeText(lo, hi int64) string {
 // suggest names the known key closest to a mistyped one, so "bindng" says
 // `did you mean "binding"?`.
 func suggest(key string, fs fields) string {
+	if s, ok := synonyms[key]; ok && fs[s] != nil {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
 	best, bestDist := "", 3
 	for k := range fs {
 		if dist := editDistance(key, k); dist < bestDist || (dist == bestDist && k < best) {

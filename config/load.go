@@ -227,6 +227,7 @@ func (d *decoder) root(n *yaml.Node, cfg *Config) bool {
 			d.mapping(v, w, "node", fields{
 				"name":     d.nonEmpty(&cfg.Node.Name, w, "node.name"),
 				"services": func(v *yaml.Node) { d.nodeServices(v, &cfg.Node) },
+				"queues":   func(v *yaml.Node) { d.nodeQueues(v, &cfg.Node) },
 			})
 		},
 		"cluster": func(v *yaml.Node) { d.cluster(v, cfg) },
@@ -254,6 +255,7 @@ func (d *decoder) root(n *yaml.Node, cfg *Config) bool {
 			})
 		},
 		"session": func(v *yaml.Node) { d.session(v, &cfg.Session) },
+		"match":   func(v *yaml.Node) { d.match(v, cfg) },
 		"actors": func(v *yaml.Node) {
 			d.sequence(v, w, "actors", func(_ int, item *yaml.Node) {
 				cfg.Actors = append(cfg.Actors, d.actor(item))
@@ -500,6 +502,7 @@ func (d *decoder) actor(n *yaml.Node) Actor {
 		"handler_timeout": d.durationAtMost(&a.HandlerTimeout, w, "handler_timeout", MaxHandlerTimeout),
 		"max_pending":     d.intIn(&a.MaxPending, w, "max_pending", 1, big),
 		"settings":        func(v *yaml.Node) { a.Settings = d.settings(v, w) },
+		"room":            func(v *yaml.Node) { a.Room = d.room(v, w) },
 		"rpc": func(v *yaml.Node) {
 			d.mapping(v, w, "rpc", fields{
 				"routes": func(v *yaml.Node) {
@@ -516,6 +519,9 @@ func (d *decoder) actor(n *yaml.Node) Actor {
 			prefix = "actor"
 		}
 		d.required(given, a.Line, w, prefix, "name", "script")
+		if a.Room != nil && given.has("instances") {
+			d.errorf(a.Line, w, "instances: a room service runs one VM per room: leave instances out")
+		}
 	}
 	return a
 }
@@ -547,6 +553,7 @@ func (d *decoder) route(n *yaml.Node, actor string) Route {
 		"lazy_decode":    d.boolean(&r.LazyDecode, w, "lazy_decode"),
 		"request_codec":  d.str(&r.RequestCodec, w, "request_codec"),
 		"request_schema": d.str(&r.RequestSchema, w, "request_schema"),
+		"room_input":     d.boolean(&r.RoomInput, w, "room_input"),
 		"direction": func(v *yaml.Node) {
 			var s string
 			d.enum(&s, w, "direction", []string{"c2s", "client_to_server", "s2c", "server_to_client", "bidi", "bidirectional"})(v)
@@ -563,7 +570,13 @@ func (d *decoder) route(n *yaml.Node, actor string) Route {
 		},
 	})
 	if given != nil {
-		d.required(given, r.Line, w, "", "id", "binding") // the message names the route
+		d.required(given, r.Line, w, "", "id") // the message names the route
+		switch {
+		case r.RoomInput && given.has("binding"):
+			d.errorf(r.Line, w, "binding: a room_input route has no handler: leave binding out")
+		case !r.RoomInput:
+			d.required(given, r.Line, w, "", "binding")
+		}
 	}
 	if r.OwnerService == "" {
 		r.OwnerService = actor

@@ -9,7 +9,9 @@ import (
 // RestartNeeded lists what a reload from old to next would change that
 // only a restart may (SPEC §12), each as its message's <what>: a top-level
 // key other than actors ("node", "cluster", "storage", "network",
-// "session", "log", "tracing", "lua"), "the set of actors", or "instances of <actor>".
+// "session", "log", "tracing", "lua", "match"), "the set of actors",
+// "instances of <actor>", or "room of <actor>" (a room block added or
+// removed; a changed one applies to rooms created after the reload).
 // Where a key is written (its line) is not a change. Empty: the reload may
 // go on.
 func RestartNeeded(old, next *Config) []string {
@@ -26,6 +28,7 @@ func RestartNeeded(old, next *Config) []string {
 		{"log", old.Log, next.Log},
 		{"tracing", old.Tracing, next.Tracing},
 		{"lua", old.Lua, next.Lua},
+		{"match", old.Match, next.Match},
 	} {
 		if !sameIgnoringLines(reflect.ValueOf(k.a), reflect.ValueOf(k.b)) {
 			out = append(out, k.key)
@@ -46,7 +49,7 @@ func RestartNeeded(old, next *Config) []string {
 			out = append(out, "instances of "+a.Name)
 		}
 	}
-	return out
+	return append(out, roomRestart(old, next)...)
 }
 
 // RestartError is the error of a reload refused for one of RestartNeeded's

@@ -54,6 +54,7 @@ func validate(d *decoder, cfg *Config) {
 		}
 	}
 	validateNode(d, cfg, instances)
+	validateRooms(d, cfg)
 	if cfg.Network.SchemasDir != "" {
 		cfg.Network.SchemasDir = cfg.Path(cfg.Network.SchemasDir)
 	}

@@ -30,8 +30,11 @@ type Route struct {
 	// would observe the decode. Not part of the cluster's table hash: no
 	// frame's fate depends on it.
 	LazyDecode bool
-	File       string // where it was declared, for messages
-	Line       int
+	// RoomInput marks a route whose frames are a room's tick inputs and
+	// have no handler (docs/rooms.md §2.2).
+	RoomInput bool
+	File      string // where it was declared, for messages
+	Line      int
 }
 
 // Label names the route in logs and messages: its id, and its name when it

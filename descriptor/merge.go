@@ -2,6 +2,7 @@ package descriptor
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/shieldrpc/shield/config"
 )
@@ -11,7 +12,9 @@ import (
 // declared by two actors (`rpc route conflict: id N` / `name X`, naming both
 // actors), an owner_service that is no actor, an id above 16 bits when a
 // listener speaks typelen, and two push helpers of one service with the same
-// binding. Routes that failed layer 1 (no valid id) are left out, so Merge
+// binding; in a config with rooms, a route that takes an id or name
+// reserved for Shield's room routes, which the merge then adds (RoomRoutes).
+// Routes that failed layer 1 (no valid id) are left out, so Merge
 // can run on a config that has layer-1 errors and still report its own.
 // The table is returned even with errors, holding the first declaration of
 // each conflicting id.
@@ -35,6 +38,7 @@ func Merge(cfg *config.Config) (*Table, config.Errors) {
 	names := map[string]seen{}
 	helpers := map[[2]string]*config.Route{} // {owner, binding} -> first push route
 	var routes []Route
+	rooms := cfg.HasRooms()
 	for ai := range cfg.Actors {
 		a := &cfg.Actors[ai]
 		for ri := range a.Routes {
@@ -43,6 +47,14 @@ func Merge(cfg *config.Config) (*Table, config.Errors) {
 				continue // layer 1 already reported it
 			}
 			ok := true
+			if rooms && r.ID >= RoomRouteFirst && r.ID <= RoomRouteLast {
+				fail(a.Name, r, "id %d is reserved for Shield's room routes (%d..%d) in a config with rooms", r.ID, RoomRouteFirst, RoomRouteLast)
+				ok = false
+			}
+			if rooms && strings.HasPrefix(r.Name, reservedPrefix) {
+				fail(a.Name, r, "name %q: route names starting with %q are reserved in a config with rooms", r.Name, reservedPrefix)
+				ok = false
+			}
 			if first, dup := ids[r.ID]; dup {
 				// Two routes of one actor with one id are a layer-1 error.
 				if first.actor != a.Name {
@@ -89,6 +101,9 @@ func Merge(cfg *config.Config) (*Table, config.Errors) {
 			}
 		}
 	}
+	if rooms {
+		routes = append(routes, roomRoutes(cfg)...)
+	}
 	return newTable(routes), errs
 }
 
@@ -105,6 +120,7 @@ func fromConfig(cfg *config.Config, a *config.Actor, r *config.Route) Route {
 		RequestCodec:  r.RequestCodec,
 		RequestSchema: r.RequestSchema,
 		LazyDecode:    r.LazyDecode,
+		RoomInput:     r.RoomInput,
 		File:          cfg.File,
 		Line:          r.Line,
 	}

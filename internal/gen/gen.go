@@ -118,6 +118,9 @@ func model(table *descriptor.Table, o Options) ([]route, error) {
 		if r.Action == config.Drop {
 			continue // the gateway drops it: nothing to call
 		}
+		if r.IsRoomRoute() {
+			continue // Shield's own room routes: the SDKs' room API covers them (docs/rooms.md §8.1)
+		}
 		rt := route{Route: r, Call: r.Direction != config.S2C, Push: r.Direction != config.C2S}
 		rt.Ident = pascal(r.Name)
 		if rt.Ident == "" || !unicode.IsLetter([]rune(rt.Ident)[0]) {
