@@ -78,13 +78,12 @@ func pooled(write func([]byte) []byte, publish func([]byte) error) error {
 }
 
 // wireIngress is one Ingress as it is written: a zero field is left out,
-// as proto3 does; ref is written when full (a lone frame, or a batch's
-// item that shares nothing with the others), and so are the route,
-// remote_addr, codec and unwrap.
+// as proto3 does; ref is written when full (a lone frame, a batch's common
+// fields, or a batch's item that shares nothing with the others), and so
+// are the route, remote_addr, codec and unwrap.
 type wireIngress struct {
 	in      *ingress.ClientIngress
 	full    bool
-	route   bool // the route's name too (not in a batch's shared form)
 	age     int64
 	trace   string
 	replyID uint64
@@ -163,10 +162,7 @@ func (w *wireIngress) size() int {
 	n := 0
 	if w.full {
 		rs := sizeRef(&c.Ref)
-		n += protowire.SizeTag(fIngressRef) + protowire.SizeBytes(rs)
-	}
-	if w.route {
-		n += sizeBytes(fIngressRoute, len(c.Route))
+		n += protowire.SizeTag(fIngressRef) + protowire.SizeBytes(rs) + sizeBytes(fIngressRoute, len(c.Route))
 	}
 	n += sizeVarint(fIngressRouteID, uint64(c.RouteID)) + sizeVarint(fIngressRequestID, c.RequestID)
 	if w.full {
@@ -187,8 +183,6 @@ func (w *wireIngress) appendMsg(b []byte, num protowire.Number) []byte {
 	b = protowire.AppendVarint(b, uint64(w.size()))
 	if w.full {
 		b = appendRef(b, fIngressRef, &c.Ref)
-	}
-	if w.route {
 		b = appendString(b, fIngressRoute, c.Route)
 	}
 	b = appendVarint(b, fIngressRouteID, uint64(c.RouteID))
@@ -210,7 +204,7 @@ func (w *wireIngress) appendMsg(b []byte, num protowire.Number) []byte {
 // appendIngress writes Instance{ingress} for a lone frame: ingressPB's
 // bytes.
 func appendIngress(b []byte, in *ingress.ClientIngress, now time.Time) []byte {
-	w := wireIngress{in: in, full: true, route: true, age: int64(now.Sub(in.Received)), trace: in.Trace.TraceParent()}
+	w := wireIngress{in: in, full: true, age: int64(now.Sub(in.Received)), trace: in.Trace.TraceParent()}
 	return w.appendMsg(b, fInstanceIngress)
 }
 
@@ -228,7 +222,7 @@ func appendIngressBatch(b []byte, ins []*ingress.ClientIngress, shared bool, fir
 		}
 	}
 	item := func(i int) wireIngress {
-		w := wireIngress{in: ins[i], full: !shared, route: !shared, age: int64(now.Sub(ins[i].Received)), replyID: first + uint64(i)}
+		w := wireIngress{in: ins[i], full: !shared, age: int64(now.Sub(ins[i].Received)), replyID: first + uint64(i)}
 		if traces != nil {
 			w.trace = traces[i]
 		}
@@ -258,7 +252,7 @@ func appendIngressBatch(b []byte, ins []*ingress.ClientIngress, shared bool, fir
 	return b
 }
 
-// wireResponse is one Response as it is written.
+// sizeResponse is the size of r's Response fields.
 func sizeResponse(r *egress.Response) int {
 	n := sizeBytes(fResponseBody, len(r.Body)) + sizeBytes(fResponseService, len(r.Service))
 	if r.Err != nil {
@@ -549,7 +543,7 @@ func readResponse(b []byte, r *egress.Response, known string) bool {
 	return true
 }
 
-// readResponseIDs reads a ResponseBatch's ids (packed or not) into ids
+// readResponseBatch reads a ResponseBatch's ids (packed or not) into ids
 // and returns them with the bytes of its responses, in order.
 func readResponseBatch(b []byte, ids []uint64, responses [][]byte) ([]uint64, [][]byte, bool) {
 	for len(b) > 0 {
