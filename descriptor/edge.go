@@ -11,6 +11,10 @@ type EdgeRoute struct {
 	RequiresAuth bool
 	Action       config.Action
 	Owner        string
+	// Binary marks the route whose pushes are bytes whatever the body
+	// codec: shield.room.state (docs/rooms.md §8.1), base64 on the legacy
+	// envelopes.
+	Binary bool
 }
 
 // Edge is the gateway's read-only projection of the table. Lookups return
@@ -25,7 +29,8 @@ func (t *Table) Edge() *Edge {
 	e := &Edge{byID: make(map[uint32]*EdgeRoute, len(t.routes)), byName: make(map[string]*EdgeRoute)}
 	entries := make([]EdgeRoute, len(t.routes))
 	for i, r := range t.routes {
-		entries[i] = EdgeRoute{ID: r.ID, Name: r.Name, Direction: r.Direction, RequiresAuth: r.RequiresAuth, Action: r.Action, Owner: r.Owner}
+		entries[i] = EdgeRoute{ID: r.ID, Name: r.Name, Direction: r.Direction, RequiresAuth: r.RequiresAuth, Action: r.Action, Owner: r.Owner,
+			Binary: r.IsRoomRoute() && r.ID == RouteRoomState}
 		e.byID[r.ID] = &entries[i]
 		if r.Name != "" {
 			e.byName[r.Name] = &entries[i]

@@ -18,6 +18,9 @@ func TestReservedRoomRoutes(t *testing.T) {
 	if plain.Len() != 2 {
 		t.Fatalf("without rooms: %v, want the two user routes only", routeIDs(plain))
 	}
+	if e := plain.Edge().Lookup(65520); e == nil || e.Binary {
+		t.Fatalf("without rooms, a user route 65520 is %+v, want it as declared (not Binary)", e)
+	}
 
 	want := []struct {
 		id   uint32
@@ -44,7 +47,8 @@ func TestReservedRoomRoutes(t *testing.T) {
 				t.Errorf("route %d = %+v, want %s %s owned by shield", w.id, r, w.name, w.dir)
 			}
 			e := edge.Lookup(w.id)
-			if e == nil || e.Name != w.name || e.Direction != w.dir || e.Owner != "shield" || !e.RequiresAuth || e.Action != config.DecodeLocal {
+			if e == nil || e.Name != w.name || e.Direction != w.dir || e.Owner != "shield" || !e.RequiresAuth || e.Action != config.DecodeLocal ||
+				e.Binary != (w.id == descriptor.RouteRoomState) {
 				t.Errorf("edge %d = %+v", w.id, e)
 			}
 			if edge.LookupName(w.name) != e {

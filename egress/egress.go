@@ -24,11 +24,17 @@ type ClientRef struct {
 	Gateway   string // the node name of the gateway holding the session
 }
 
-// ActorID names one VM of one service.
+// ActorID names one VM of one service. A room (docs/rooms.md §3.1) is
+// {Service: its kind, Instance: -1, Room: its id}; Room is empty for every
+// other VM.
 type ActorID struct {
 	Service  string
 	Instance int
+	Room     string
 }
+
+// IsZero reports whether a is no actor at all (a binding's empty Return).
+func (a ActorID) IsZero() bool { return a == ActorID{} }
 
 // Response is the one answer to a client request: a body, or an error;
 // or, for a notify, the record of how it ended (nothing is written). It
@@ -75,6 +81,15 @@ type BindRequest struct {
 	PlayerID string
 	Target   ActorID // the VM the session is bound to from now on
 	Caller   ActorID // only the session's current target VM may bind it
+	// Return is the binding's return target (docs/rooms.md §5.1): the VM
+	// that joined the session to the room Target, which binds it back
+	// there when it leaves. Empty for every other bind, and for the bind
+	// back.
+	Return ActorID
+	// Left is the leave reason of a room's bind back (docs/rooms.md §5.2),
+	// which the new target's client_bound reads as from.reason; empty for
+	// every other bind.
+	Left string
 }
 
 // BindDone receives a bind's outcome: the session's new ref, or the error

@@ -110,6 +110,11 @@ type Frame struct {
 	// may share its memory. On the legacy envelopes it is the raw JSON of
 	// "payload".
 	Body []byte
+	// Binary marks an outbound Body that is bytes, not JSON: a room's state
+	// frame (docs/rooms.md §8.1). The header envelopes write it as it is;
+	// the legacy ones write "payload" as a JSON string of its standard
+	// base64, and a client decodes it by the route. Decoders never set it.
+	Binary bool
 	// Code and Message are an Error's or a Notice's. The header envelopes
 	// carry them as the JSON body {"code":"...","message":"..."}.
 	Code    string

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"slices"
@@ -269,7 +270,13 @@ func appendWrapper(dst []byte, f *Frame, env string, oneLine bool) ([]byte, erro
 	default:
 		if len(f.Body) > 0 {
 			dst = append(dst, `,"payload":`...)
-			dst = appendPayload(dst, f.Body, oneLine)
+			if f.Binary {
+				dst = append(dst, '"')
+				dst = base64.StdEncoding.AppendEncode(dst, f.Body)
+				dst = append(dst, '"')
+			} else {
+				dst = appendPayload(dst, f.Body, oneLine)
+			}
 		}
 	}
 	return append(dst, '}'), nil
@@ -293,7 +300,7 @@ func checkWrapper(f *Frame, env string) error {
 	}
 	switch f.Kind {
 	case Request, Notify, Response, Push:
-		if len(f.Body) > 0 && !json.Valid(f.Body) {
+		if len(f.Body) > 0 && !f.Binary && !json.Valid(f.Body) {
 			return invalid(env, f, "payload is not JSON: %q", prefix(f.Body))
 		}
 	}
@@ -304,7 +311,7 @@ func checkWrapper(f *Frame, env string) error {
 func wrapperSize(f *Frame) int {
 	const keys = len(`{"type":"","route":"","route_id":4294967295,"request_id":18446744073709551615,"code":"","message":"","payload":}`)
 	return keys + len("heartbeat") + len(f.Route) + len(f.Code) + len(f.Message) + len(f.Token) + len(f.TraceParent) +
-		len(`,"traceparent":"","token":"","grace_ms":9223372036854775807,"deadline_ms":9223372036854775807,"retry_after_ms":9223372036854775807`) + len(f.Body)
+		len(`,"traceparent":"","token":"","grace_ms":9223372036854775807,"deadline_ms":9223372036854775807,"retry_after_ms":9223372036854775807`) + base64.StdEncoding.EncodedLen(len(f.Body))
 }
 
 // wrapperBuffers are scratch buffers for legacySize.

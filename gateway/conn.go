@@ -207,7 +207,13 @@ func (p *peer) closed(s *session.Session, b session.Binding, r session.Reason) {
 		return
 	}
 	g.m.SessionsClosed.WithLabelValues(string(r)).Inc()
-	g.svc.Control(b.Target, &ingress.Disconnected{Ref: b.Ref(s.ID), Reason: string(r)})
+	gone := &ingress.Disconnected{Ref: b.Ref(s.ID), Reason: string(r)}
+	g.svc.Control(b.Target, gone)
+	if !b.Return.IsZero() && b.Return != b.Target {
+		// A room member's home still hears its session end
+		// (docs/rooms.md §5.1): client_disconnected runs there too.
+		g.svc.Control(b.Return, gone)
+	}
 }
 
 // end is the connection's end, decided once, whichever loop gets there

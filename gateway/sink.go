@@ -38,7 +38,7 @@ func (g *Gateway) Push(p *egress.Push) []codes.Code {
 					// session's codec (a table for a raw listener).
 					code = codes.HandlerFailed
 				}
-				f = &envelope.Frame{Kind: envelope.Push, RouteID: p.RouteID, Route: r.Name, Body: body}
+				f = &envelope.Frame{Kind: envelope.Push, RouteID: p.RouteID, Route: r.Name, Body: body, Binary: r.Binary}
 				frames[key] = f
 			}
 		}
@@ -63,7 +63,8 @@ func (g *Gateway) Push(p *egress.Push) []codes.Code {
 }
 
 // Bind moves a session to a new target by compare-and-set on its epoch
-// (SPEC §4), and, with resume on, gives the session a new resume token.
+// (SPEC §4), and, with resume on, gives the session a new resume token
+// (a suspended one keeps its own: session.Registry.RenewToken).
 // The outcome is known at once on this gateway: done runs before Bind
 // returns.
 func (g *Gateway) Bind(b *egress.BindRequest, done egress.BindDone) {
@@ -84,7 +85,7 @@ func (g *Gateway) Bind(b *egress.BindRequest, done egress.BindDone) {
 	}
 	if g.cfg.Session.ResumeWindow > 0 {
 		if s := g.sessions.Get(ref.SessionID); s != nil {
-			if tok := g.sessions.IssueToken(s, g.name); tok != "" {
+			if tok := g.sessions.RenewToken(s, g.name); tok != "" {
 				s.Status(&envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionResumeToken), Token: tok})
 			}
 		}
@@ -94,8 +95,13 @@ func (g *Gateway) Bind(b *egress.BindRequest, done egress.BindDone) {
 
 // bound is the registry's Bound hook: the new target hears of the session
 // (client_bound) before any frame of the new epoch can reach it.
-func (g *Gateway) bound(s *session.Session, b session.Binding) {
-	g.svc.Control(b.Target, &ingress.Bound{Ref: b.Ref(s.ID), RemoteAddr: s.RemoteAddr})
+// A room's bind back says which room the member left, and why.
+func (g *Gateway) bound(s *session.Session, b session.Binding, req *egress.BindRequest) {
+	m := &ingress.Bound{Ref: b.Ref(s.ID), RemoteAddr: s.RemoteAddr}
+	if req.Caller.Room != "" && req.Caller != b.Target {
+		m.FromRoom, m.Left = req.Caller.Room, req.Left
+	}
+	g.svc.Control(b.Target, m)
 	if p, _ := s.Owner.(*peer); p != nil { // not peerOf: this runs under the session's lock
 		p.stopAuthTimer() // a bound session has a player_id for good
 	}

@@ -141,6 +141,11 @@ func (in *ClientIngress) AnswerValue(service string, body []byte, err *codes.Err
 type Bound struct {
 	Ref        egress.ClientRef
 	RemoteAddr string
+	// FromRoom is the room that bound the session back to this target as
+	// its member left (docs/rooms.md §5.1), and Left the leave reason:
+	// client_bound's from. Both are empty for every other bind.
+	FromRoom string
+	Left     string
 }
 
 // Suspended tells a session's target that its connection was lost and it

@@ -264,7 +264,7 @@ func (vm *VM) HandleControl(m any) {
 	case *Result:
 		vm.HandleResult(m)
 	case *ingress.Bound:
-		vm.runSessionHook("client_bound", m.Ref, vm.sessionClient(m.Ref, m.RemoteAddr, clientSession))
+		vm.runSessionHook("client_bound", m.Ref, vm.sessionClient(m.Ref, m.RemoteAddr, clientSession), vm.boundFrom(m))
 	case *ingress.Suspended:
 		vm.runSessionHook("client_suspended", m.Ref, vm.sessionClient(m.Ref, m.RemoteAddr, clientSession))
 	case *ingress.Resumed:
@@ -276,6 +276,19 @@ func (vm *VM) HandleControl(m any) {
 	default:
 		panic("luavm: unknown control message")
 	}
+}
+
+// boundFrom is client_bound's third argument (docs/rooms.md §5.1): after a
+// room bound its member back here, {room = id, reason = why}; nil for every
+// other bind, so hooks written before rooms may ignore it.
+func (vm *VM) boundFrom(m *ingress.Bound) lua.LValue {
+	if m.FromRoom == "" {
+		return lua.LNil
+	}
+	t := vm.l.CreateTable(0, 2)
+	t.RawSetString("room", lua.LString(m.FromRoom))
+	t.RawSetString("reason", lua.LString(m.Left))
+	return t
 }
 
 // runSessionHook runs a session hook about ref with its arguments after

@@ -115,8 +115,8 @@ type Policy struct {
 	KickOld bool // duplicate_login: true kick_old; false reject_new
 	// Bound runs under the session's lock once the new binding is set,
 	// before any frame of the new epoch can be delivered: it queues
-	// client_bound for the new target.
-	Bound func(s *Session, b Binding)
+	// client_bound for the new target. req is the bind it made.
+	Bound func(s *Session, b Binding, req *egress.BindRequest)
 }
 
 // Bind moves a session to a new target and player by compare-and-set on
@@ -159,9 +159,9 @@ func (t *Registry) Bind(req *egress.BindRequest, p Policy) (egress.ClientRef, *c
 		}
 		var bound func(Binding)
 		if p.Bound != nil {
-			bound = func(nb Binding) { p.Bound(s, nb) }
+			bound = func(nb Binding) { p.Bound(s, nb, req) }
 		}
-		nb, ok := s.rebind(req.Target, req.PlayerID, bound)
+		nb, ok := s.rebind(req.Target, req.Return, req.PlayerID, bound)
 		if !ok {
 			t.mu.Unlock()
 			return egress.ClientRef{}, codes.New(codes.SessionNotFound, "session %d is gone", req.Ref.SessionID)

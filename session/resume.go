@@ -156,6 +156,18 @@ func (t *Registry) IssueToken(s *Session, gateway string) string {
 	return tok
 }
 
+// RenewToken is a bind's new token (SPEC §4: each bind issues one): it
+// calls IssueToken, but for a suspended session, whose absent client holds
+// only its current token and needs it to come back (a room's bind back of a
+// member whose grace ran out, docs/rooms.md §5.3). It returns the new
+// token, or "" when none was issued.
+func (t *Registry) RenewToken(s *Session, gateway string) string {
+	if s.Suspended() {
+		return ""
+	}
+	return t.IssueToken(s, gateway)
+}
+
 // ByToken returns the session a resume token names, nil when none: a
 // look that spends nothing.
 func (t *Registry) ByToken(token string) *Session {

@@ -57,6 +57,10 @@ type Binding struct {
 	PlayerID string // empty before bind
 	Gateway  string
 	Epoch    uint64
+	// Return is where a room member goes back to (docs/rooms.md §5.1):
+	// the VM that joined the session to the room Target. Empty when Target
+	// is not a room.
+	Return egress.ActorID
 }
 
 // Ref is the ClientRef of this binding of session id: the one place a
@@ -331,14 +335,14 @@ func (s *Session) isClosed() bool { return s.closed.Load() }
 // there before any frame of the new epoch can be delivered. It fails when the session closed
 // meanwhile: a closed session's binding is the one its Closed hook already
 // reported, and must stay so.
-func (s *Session) rebind(target egress.ActorID, playerID string, bound func(Binding)) (Binding, bool) {
+func (s *Session) rebind(target, ret egress.ActorID, playerID string, bound func(Binding)) (Binding, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return Binding{}, false
 	}
 	b := *s.binding.Load()
-	b.Target, b.PlayerID = target, playerID
+	b.Target, b.Return, b.PlayerID = target, ret, playerID
 	b.Epoch++
 	if bound != nil {
 		bound(b) // before the binding is published: see above
