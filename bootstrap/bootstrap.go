@@ -71,7 +71,7 @@ func Compile(path string, opts Options) (*Report, error) {
 	}
 	res := w.resources()
 	ropts := service.Options{Logger: opts.Logger, HeapLimitBytes: cfg.Lua.HeapLimitBytes, Resources: res,
-		ControlLimit: cfg.Session.MaxSessions}
+		ControlLimit: cfg.Session.MaxSessions, Node: cfg.Node.Name}
 	if opts.Metrics != nil {
 		ropts.Metrics = opts.Metrics
 	}
@@ -90,6 +90,12 @@ func Compile(path string, opts Options) (*Report, error) {
 func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Schemas, w world, opts Options) []service.Actor {
 	pushCodecs := cfg.BodyCodecKeys()
 	actors := make([]service.Actor, 0, len(cfg.Actors))
+	var roomRoutes []descriptor.Route // the reserved routes, in a config with rooms
+	for _, r := range table.Routes() {
+		if r.IsRoomRoute() {
+			roomRoutes = append(roomRoutes, r)
+		}
+	}
 	for i := range cfg.Actors {
 		a := &cfg.Actors[i]
 		owned := table.Owned(a.Name)
@@ -101,7 +107,7 @@ func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Sche
 		}
 		// In a cluster a node compiles only the VMs it hosts (SPEC §10);
 		// the others are the cluster's to reach.
-		sa := service.Actor{Name: a.Name, Mailbox: a.Mailbox, Instances: a.Instances}
+		sa := service.Actor{Name: a.Name, Mailbox: a.Mailbox, Instances: a.Instances, Room: a.Room}
 		for _, inst := range cfg.HostedInstances(a.Name) {
 			spec := luavm.Spec{
 				Service:        a.Name,
@@ -121,6 +127,10 @@ func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Sche
 				HTTP:           w.http,
 				KV:             w.store(),
 				Tracer:         w.tr,
+				RoomRoutes:     roomRoutes,
+			}
+			if a.Room != nil {
+				spec.Room = &luavm.RoomSpec{Config: *a.Room}
 			}
 			if m := opts.Metrics; m != nil {
 				c := m.IncidentsNotLogged.WithLabelValues(a.Name)

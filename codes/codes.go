@@ -43,6 +43,14 @@ const (
 	// Draining refuses a request from a session an operator is draining
 	// (POST /admin/drain), with retry_after_ms (docs/protocol.md §6).
 	Draining Code = "client_rpc.draining"
+	// The rooms' codes (docs/rooms.md §4.4).
+	RoomNotFound       Code = "client_rpc.room_not_found"
+	RoomFull           Code = "client_rpc.room_full"
+	ReservationInvalid Code = "client_rpc.reservation_invalid"
+	JoinRefused        Code = "client_rpc.join_refused"
+	InRoom             Code = "client_rpc.in_room"
+	NotMember          Code = "client_rpc.not_member"
+	AlreadyQueued      Code = "client_rpc.already_queued"
 )
 
 // Notice codes: sent on route 0 just before the gateway closes a session on

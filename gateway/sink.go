@@ -97,7 +97,7 @@ func (g *Gateway) Bind(b *egress.BindRequest, done egress.BindDone) {
 // (client_bound) before any frame of the new epoch can reach it.
 // A room's bind back says which room the member left, and why.
 func (g *Gateway) bound(s *session.Session, b session.Binding, req *egress.BindRequest) {
-	m := &ingress.Bound{Ref: b.Ref(s.ID), RemoteAddr: s.RemoteAddr}
+	m := &ingress.Bound{Ref: b.Ref(s.ID), RemoteAddr: s.RemoteAddr, Return: b.Return}
 	if req.Caller.Room != "" && req.Caller != b.Target {
 		m.FromRoom, m.Left = req.Caller.Room, req.Left
 	}

@@ -146,6 +146,9 @@ type Bound struct {
 	// client_bound's from. Both are empty for every other bind.
 	FromRoom string
 	Left     string
+	// Return is the binding's return target (a bind into a room): where
+	// the runtime sends the session back should the room be gone.
+	Return egress.ActorID
 }
 
 // Suspended tells a session's target that its connection was lost and it

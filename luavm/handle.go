@@ -2,6 +2,7 @@ package luavm
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -39,6 +40,9 @@ func (vm *VM) setCtx(deadline lua.LValue) {
 	vm.ctx.RawSetString("service", vm.ctxService)
 	vm.ctx.RawSetString("instance", vm.ctxInstance)
 	vm.ctx.RawSetString("deadline", deadline)
+	if vm.room != nil {
+		vm.ctx.RawSetString("room", vm.room.obj)
+	}
 }
 
 // readAndNow returns when the gateway read a frame (received, or now when
@@ -83,6 +87,13 @@ func (vm *VM) HandleIngress(in *ingress.ClientIngress) {
 		return
 	}
 	t.handler = h
+	if h.builtin {
+		vm.builtinRoute(t, in, h)
+		return
+	}
+	if vm.room != nil && vm.roomIngress(t, in, h) {
+		return
+	}
 	vm.traceIngress(t, now)
 	req, err := vm.decodeRequest(in, h)
 	if err != nil {
@@ -99,6 +110,9 @@ func routeLabel(c *ingress.ClientContext) string {
 // decodeRequest turns the body into the handler's request argument, with
 // the route's body codec (package codec owns the policy).
 func (vm *VM) decodeRequest(in *ingress.ClientIngress, h *handler) (_ lua.LValue, cerr *codes.Error) {
+	if h.builtin {
+		return lua.LString(in.Body), nil
+	}
 	if h.lazy && !codec.DecodeObservable(h.route, in.Codec, vm.spec.Schemas) {
 		return lua.LNil, nil // lazy_decode: the handler never sees req
 	}
@@ -157,6 +171,13 @@ func (vm *VM) encodeResponse(t *task, vals []lua.LValue) (_ []byte, cerr *codes.
 	if len(vals) == 0 || vals[0] == lua.LNil {
 		return nil, nil
 	}
+	if t.handler.builtin {
+		b, err := EncodeValue(vm.l, vals[0]) // JSON, whatever the codec (docs/rooms.md §8.1)
+		if err != nil {
+			return nil, vm.encodeFailed(t, err.Error())
+		}
+		return b, nil
+	}
 	b, err := codec.EncodeResponse(vm.l, t.handler.route, t.in.Codec, vals[0])
 	if errors.Is(err, codec.ErrTooLarge) {
 		return nil, codes.New(codes.ResourceExhausted, "response: %v", err)
@@ -177,6 +198,12 @@ func (vm *VM) encodeFailed(t *task, reason string) *codes.Error {
 // client route, is not a method: a client handler only ever receives a
 // client the gateway made.
 func (vm *VM) HandleCall(c *Call) {
+	if vm.room != nil {
+		defer vm.afterRoomRun()
+		if vm.handleRoomCall(c) {
+			return
+		}
+	}
 	now := time.Now()
 	t := vm.newTask()
 	t.call, t.deadline = c, now.Add(vm.spec.HandlerTimeout)
@@ -220,7 +247,7 @@ func (vm *VM) MethodError(name string) *codes.Error { return vm.methodError(name
 
 func (vm *VM) methodError(name string) *codes.Error {
 	switch {
-	case isHook(name):
+	case isHook(name), vm.spec.Room != nil && slices.Contains(roomHooks, name):
 		return codes.New(codes.Unavailable, "%q is a hook of service %s, run by the runtime only: not a method", name, vm.service)
 	case vm.bindings[name]:
 		return codes.New(codes.Unavailable, "%q is the handler of a client route of service %s: not a method", name, vm.service)
@@ -260,6 +287,14 @@ func (vm *VM) returnCall(t *task, vals []lua.LValue, err *codes.Error) {
 // timer's result, or a session's lifecycle message, which runs the
 // matching hook if the module has it.
 func (vm *VM) HandleControl(m any) {
+	if vm.room != nil {
+		defer vm.afterRoomRun()
+		switch m.(type) {
+		case *ingress.Bound, *ingress.Suspended, *ingress.Resumed, *ingress.Disconnected:
+			vm.roomSession(m)
+			return
+		}
+	}
 	switch m := m.(type) {
 	case *Result:
 		vm.HandleResult(m)

@@ -15,6 +15,9 @@ type Address struct {
 	Service string
 	Key     string
 	HasKey  bool
+	// Room is a room's id (docs/rooms.md §4.4: {room = id}), or
+	// CreateRoom for shield.room.create's call to the kind Service.
+	Room string
 }
 
 // Call is a shield.call or shield.send from one VM to another service's

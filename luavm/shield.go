@@ -72,6 +72,7 @@ func (vm *VM) installShield() {
 	vm.installCrypto(sh)
 	vm.installHTTP(sh, check)
 	vm.installKV(sh, check)
+	vm.installRooms(sh, check)
 
 	L.G.Global.RawSetString("shield", sh)
 	L.G.Global.RawGetString("package").(*lua.LTable).RawGetString("loaded").(*lua.LTable).RawSetString("shield", sh)
@@ -144,6 +145,11 @@ func luaNow(L *lua.LState) int {
 
 func (vm *VM) luaSelf(L *lua.LState) int {
 	L.Push(lua.LString(vm.service))
+	if vm.room != nil {
+		L.Push(lua.LNumber(-1))
+		L.Push(lua.LString(vm.room.id))
+		return 3
+	}
 	L.Push(lua.LNumber(vm.instance))
 	return 2
 }

@@ -18,6 +18,9 @@ func address(L *lua.LState, n int) Address {
 	case lua.LString:
 		return Address{Service: string(v)}
 	case *lua.LTable:
+		if id, ok := v.RawGetString("room").(lua.LString); ok {
+			return Address{Room: string(id)}
+		}
 		svc, ok := v.RawGetString("service").(lua.LString)
 		if !ok {
 			L.ArgError(n, "address table needs service = \"name\"")
@@ -59,6 +62,9 @@ func (vm *VM) running(L *lua.LState, name string) *task {
 	if vm.current == nil || vm.host == nil {
 		L.RaiseError("%s can only be used while handling a message%s: the script's top level runs at load, before any message; do this in init",
 			name, scriptLine(L))
+	}
+	if vm.current.noSuspend {
+		L.RaiseError("%s cannot suspend inside room_tick: use shield.send, or a shield.timeout callback", name)
 	}
 	if !L.CanYield() {
 		// Inside Lua that a Go function called (a sort comparator, a

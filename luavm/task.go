@@ -39,6 +39,9 @@ type task struct {
 	call    *Call                  // a shield.call (ID != 0) or shield.send
 	ref     *egress.ClientRef      // a session hook's session
 	onDone  func(vals []lua.LValue, err *codes.Error)
+	// noSuspend marks room_tick (docs/rooms.md §4.1): the suspending
+	// functions raise instead of yielding.
+	noSuspend bool
 	// span is the task's handler or method span (tracing.go); the zero
 	// Span when the VM or the message is not traced.
 	span tracing.Span

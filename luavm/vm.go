@@ -72,6 +72,13 @@ type Spec struct {
 	Suppressed func()
 	// Tracer records the VM's spans (docs/tracing.md); nil: tracing off.
 	Tracer *tracing.Tracer
+	// Room makes the VM a room kind's (docs/rooms.md): its compile at
+	// start, or one room's VM when Room.ID is set. nil: an ordinary VM.
+	Room *RoomSpec
+	// RoomRoutes are the reserved routes of a config with rooms
+	// (descriptor.RouteRoomJoin, ...): every VM serves join, room VMs
+	// leave and sync. Empty without rooms.
+	RoomRoutes []descriptor.Route
 
 	// code is the source a respawned VM loads instead of the files on
 	// disk: its predecessor's (see VM.Respawn).
@@ -139,6 +146,11 @@ type VM struct {
 	crashError *codes.Error
 	nesting    int // coroutines resumed inside the task's, see maxNesting
 
+	// room is a room VM's own state (room.go); nil for every other VM.
+	room *room
+	// joinRoute is the shield.room.join route's handler (shield_room.go).
+	joinRoute *lua.LFunction
+
 	// code is every chunk the VM loaded, by path (see loadFile). A reload
 	// reads it from another goroutine while a handler may require a
 	// module.
@@ -162,6 +174,9 @@ type handler struct {
 	// lazy: the route's lazy_decode is on and fn takes no req (see
 	// takesReq), so a decode nothing else observes is skipped.
 	lazy bool
+	// builtin: a reserved room route (docs/rooms.md §8.1) the runtime
+	// serves; its body is JSON whatever the listener's codec.
+	builtin bool
 }
 
 // takesReq reports whether a handler function can read its third
@@ -207,6 +222,16 @@ func New(spec Spec) (*VM, error) {
 	if err := vm.load(spec); err != nil {
 		vm.Close()
 		return nil, err
+	}
+	if spec.Room != nil {
+		if err := vm.checkRoomModule(spec); err != nil {
+			vm.Close()
+			return nil, err
+		}
+		if spec.Room.ID != "" {
+			vm.installRoom(spec.Room)
+			vm.log = vm.log.With("room", spec.Room.ID)
+		}
 	}
 	if err := vm.bindRoutes(spec); err != nil {
 		vm.Close()
@@ -352,6 +377,11 @@ func (vm *VM) bindRoutes(spec Spec) error {
 		if r.Owner != spec.Service {
 			continue // another service's route: this VM never compiles it
 		}
+		if r.RoomInput && spec.Room != nil {
+			// Queued for room_tick (docs/rooms.md §6): no handler.
+			vm.handlers[r.ID] = &handler{route: r, name: lua.LString(r.Name), id: lua.LNumber(r.ID)}
+			continue
+		}
 		if r.Direction.FromClient() {
 			v := vm.module.RawGetString(r.Binding)
 			fn, ok := v.(*lua.LFunction)
@@ -367,6 +397,12 @@ func (vm *VM) bindRoutes(spec Spec) error {
 		}
 		if r.Direction.ToClient() {
 			vm.helpers[r.Binding] = r
+		}
+	}
+	for i := range spec.RoomRoutes {
+		r := &spec.RoomRoutes[i]
+		if r.Direction.FromClient() {
+			vm.handlers[r.ID] = &handler{route: r, name: lua.LString(r.Name), id: lua.LNumber(r.ID), builtin: true}
 		}
 	}
 	vm.installHelpers()

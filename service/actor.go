@@ -41,6 +41,9 @@ type actor struct {
 	one      [1]*luavm.VM // vms' result outside a reload
 	held     []any        // session messages that came while paused, for the VM that wins
 	old      []*luavm.VM  // replaced VMs finishing their runs
+
+	isRoom   bool // a room's actor (rooms.go): ticks, and it ends when the room closes
+	roomOver bool // the room closed: the loop ends after this step
 }
 
 func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {
@@ -88,6 +91,10 @@ func (a *actor) loop() {
 		}
 		if m, ok := a.control.pop(); ok {
 			if _, stop := m.(quit); stop {
+				if a.isRoom {
+					a.closeRoomNow()
+					return
+				}
 				a.stop()
 				return
 			}
@@ -97,6 +104,18 @@ func (a *actor) loop() {
 			}
 			a.handleControl(m)
 			continue
+		}
+		if a.isRoom {
+			again, over := a.roomStep()
+			if over {
+				a.flushAnswers()
+				a.stop()
+				a.endRoom()
+				return
+			}
+			if again {
+				continue
+			}
 		}
 		if !a.paused {
 			if m, ok := a.business.pop(); ok {
@@ -179,6 +198,9 @@ func (a *actor) arm() {
 	var at time.Time
 	for _, vm := range a.vms() {
 		if t, ok := vm.NextWake(); ok && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+		if t, ok := vm.RoomNext(); ok && (at.IsZero() || t.Before(at)) {
 			at = t
 		}
 	}
@@ -436,6 +458,9 @@ func (a *actor) drainDead() {
 // reject answers a business message of a dead actor with unavailable.
 func (a *actor) reject(m business) {
 	unavailable := codes.New(codes.Unavailable, "service %s instance %d is not running", a.id.Service, a.id.Instance)
+	if a.isRoom {
+		unavailable = codes.New(codes.RoomNotFound, "room %s is closed", a.id.Room)
+	}
 	switch m := m.(type) {
 	case *ingress.ClientIngress:
 		a.rt.respond(m.Answer(a.id.Service, nil, unavailable))

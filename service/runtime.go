@@ -49,6 +49,9 @@ type Options struct {
 	// ControlLimit is the control lane depth at which an actor is
 	// Crowded (session.max_sessions); 0: never.
 	ControlLimit int
+	// Node is this node's name: the end of every room id it makes
+	// (docs/rooms.md §3.1).
+	Node string
 	// Resources are what the VMs reach outside the runtime (the kv store,
 	// the HTTP client): each is started, in order, before any VM's init,
 	// and closed, in reverse order, after every actor has ended, so that
@@ -70,6 +73,10 @@ type Actor struct {
 	Name    string
 	Mailbox int
 	VMs     []luavm.Spec
+	// Room makes the service a room kind (docs/rooms.md): VMs holds one
+	// spec, compiled at New for layer 3 and closed; each room gets a VM
+	// of its own from it.
+	Room *config.Room
 	// Instances is the service's number of instances in the whole
 	// cluster, when this node hosts only some of them (SPEC §10): VMs then
 	// holds the hosted ones, each at its Spec.Instance, and the others are
@@ -98,6 +105,8 @@ type Runtime struct {
 	services map[string][]*actor // by service name, indexed by instance; nil for an instance hosted elsewhere
 	gens     map[string]int      // code generations, by service; the reloading goroutine's (Reload runs one at a time)
 	outside  outsideCalls        // calls made from Go, see Call
+	rooms    rooms               // the room kinds and live rooms (rooms.go)
+	stopping atomic.Bool         // set by halt: no room is made any more
 
 	stopOnce  sync.Once
 	closeOnce sync.Once // closes the resources
@@ -118,7 +127,8 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 	if opts.HeapCheckEvery <= 0 {
 		opts.HeapCheckEvery = 20 * time.Millisecond
 	}
-	rt := &Runtime{log: opts.Logger, metrics: opts.Metrics, opts: opts, services: map[string][]*actor{}, gens: map[string]int{}}
+	rt := &Runtime{log: opts.Logger, metrics: opts.Metrics, opts: opts, services: map[string][]*actor{}, gens: map[string]int{},
+		rooms: rooms{kinds: map[string]*roomKind{}, byID: map[string]*actor{}}}
 	if opts.Sink != nil {
 		rt.SetSink(opts.Sink)
 	}
@@ -127,6 +137,20 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	for i, a := range actors {
+		if a.Room != nil {
+			// Layer 3 is done: the kind's VM closes, each room loads its own.
+			for _, vm := range vms[i] {
+				if vm != nil {
+					vm.Close()
+				}
+			}
+			if len(a.VMs) > 0 {
+				rt.rooms.kinds[a.Name] = &roomKind{spec: a.VMs[0], cfg: *a.Room, mailbox: a.Mailbox}
+			}
+			rt.gens[a.Name] = 1
+			opts.Metrics.VMGeneration(a.Name, 1)
+			continue
+		}
 		rt.services[a.Name] = make([]*actor, len(vms[i]))
 		for inst, vm := range vms[i] {
 			if vm != nil {
@@ -148,6 +172,9 @@ func (rt *Runtime) each(f func(a *actor)) {
 				f(a)
 			}
 		}
+	}
+	for _, a := range rt.roomActors() {
+		f(a)
 	}
 }
 
@@ -297,6 +324,7 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 // halt ends every actor and the heap watcher, then closes the resources.
 // It runs once, under stopOnce.
 func (rt *Runtime) halt() {
+	rt.stopping.Store(true)
 	rt.each(func(a *actor) { a.control.push(quit{}) })
 	rt.each(func(a *actor) { <-a.done })
 	close(rt.watchStop)
@@ -371,6 +399,9 @@ func (rt *Runtime) ControlDepth(service string) int {
 }
 
 func (rt *Runtime) actor(id egress.ActorID) *actor {
+	if id.Room != "" {
+		return rt.room(id.Room)
+	}
 	actors := rt.services[id.Service]
 	if id.Instance < 0 || id.Instance >= len(actors) {
 		return nil
@@ -415,6 +446,14 @@ func (rt *Runtime) Entry(service string, sessionID uint64) (egress.ActorID, *cod
 // busy when the lane is full. An instance hosted elsewhere is the
 // Remote's to reach (its node checks the method).
 func (rt *Runtime) Route(c *luavm.Call) *codes.Error {
+	switch {
+	case c.To.Room == luavm.CreateRoom:
+		return rt.createRoom(c)
+	case c.To.Room != "":
+		return rt.routeRoom(c)
+	case rt.IsRoomKind(c.To.Service):
+		return codes.New(codes.Unavailable, "%q is a room service: address a room as {room = id}", c.To.Service)
+	}
 	actors := rt.services[c.To.Service]
 	i := 0
 	switch {
@@ -459,6 +498,15 @@ func (rt *Runtime) Return(r *luavm.Result) {
 // takes is the runtime's: its VM gives it back for reuse once answered
 // (ingress.ClientIngress.Release); a refused one stays the caller's.
 func (rt *Runtime) Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.Error {
+	if target.Room != "" {
+		// Under the rooms' read lock: a room that closes answers what
+		// its lane held, and nothing is pushed after that.
+		rt.rooms.mu.RLock()
+		defer rt.rooms.mu.RUnlock()
+		if a := rt.rooms.byID[target.Room]; a == nil || a.dead.Load() {
+			return codes.New(codes.RoomNotFound, "room %s is gone", target.Room)
+		}
+	}
 	a := rt.actor(target)
 	if a == nil {
 		return codes.New(codes.Unavailable, "no service %s instance %d", target.Service, target.Instance)
@@ -480,6 +528,16 @@ func stampQueued(in *ingress.ClientIngress) {
 // how many, and for the others the refusal they all share (busy for a
 // full lane, unavailable). Like Deliver, what it takes is the runtime's.
 func (rt *Runtime) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (int, *codes.Error) {
+	if target.Room != "" {
+		n := 0
+		for _, in := range ins {
+			if err := rt.Deliver(target, in); err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, nil
+	}
 	a := rt.actor(target)
 	if a == nil {
 		return 0, codes.New(codes.Unavailable, "no service %s instance %d", target.Service, target.Instance)
@@ -514,6 +572,10 @@ func (rt *Runtime) Crowded(target egress.ActorID) bool {
 // Control puts a session lifecycle message on its target's control lane
 // (ingress.Bound, Suspended, Resumed, Disconnected). It is never dropped.
 func (rt *Runtime) Control(target egress.ActorID, m any) {
+	if target.Room != "" {
+		rt.controlRoom(target, m)
+		return
+	}
 	if a := rt.actor(target); a != nil {
 		a.control.push(m)
 	}

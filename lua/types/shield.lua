@@ -261,6 +261,32 @@ shield.client_rpc = {}
 -- shield.kv: key-value buckets of storage.buckets, on NATS JetStream (SPEC §11)
 ---------------------------------------------------------------------------
 
+---Rooms (docs/rooms.md): a room kind is an actor with a room: block; each room is one VM of its
+---own, made by shield.room.create, ticking room_tick at room.tick_hz. Being built (docs/rooms.md §16).
+---@class shield.room
+shield.room = {}
+
+---Makes a room of a kind (docs/rooms.md §4.3) and returns its id once room_init returned; waits
+---like shield.call. Raises client_rpc.unavailable ("player" is not a room service), client_rpc.busy
+---(room.max_rooms), client_rpc.timeout, or room_init's error.
+---@param kind string A room kind: an actor with a room block.
+---@param params table? Copied (the JSON mapping) and handed to room_init.
+---@return string room_id
+function shield.room.create(kind, params) end
+
+---Joins the session to a room (docs/rooms.md §4.4): the room's room_join decides, then the session
+---is bound to the room with this VM as its return target. Returns the session's new ClientRef.
+---Raises client_rpc.room_not_found, room_full, join_refused, in_room, or room_join's code.
+---@param client any The session's client or ClientRef, at its current epoch; this VM must be its target.
+---@param room_id string
+---@param opts table? {token = string, meta = any}
+---@return table ref
+function shield.room.join(client, room_id, opts) end
+
+---The room of this VM (ctx.room), or nil outside a room VM.
+---@return table?
+function shield.room.current() end
+
 ---A key-value store that survives restarts. Every function suspends only the calling
 ---coroutine (like shield.call), runs within the handler's budget and works inside pcall.
 ---Raises client_rpc.unavailable without a storage block or when the store cannot be reached,

@@ -1,0 +1,190 @@
+package service
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/ingress"
+	"github.com/shieldrpc/shield/luavm"
+)
+
+// roomKind is a service with a room block (docs/rooms.md §1): no VM of
+// its own, a spec every room's VM is made from, and the count of live rooms.
+type roomKind struct {
+	spec    luavm.Spec
+	cfg     config.Room
+	mailbox int
+	live    int // guarded by rooms.mu
+}
+
+// rooms are the live rooms of a runtime, by id. A room's actor is
+// registered from its create to its close; a lane push to it happens under
+// the read lock, so that nothing reaches a room after it closed.
+type rooms struct {
+	mu    sync.RWMutex
+	kinds map[string]*roomKind
+	byID  map[string]*actor
+}
+
+// IsRoomKind reports whether service is a room kind.
+func (rt *Runtime) IsRoomKind(service string) bool { return rt.rooms.kinds[service] != nil }
+
+// Rooms lists the live rooms' actors (for /admin/rooms and Stop).
+func (rt *Runtime) roomActors() []*actor {
+	rt.rooms.mu.RLock()
+	defer rt.rooms.mu.RUnlock()
+	out := make([]*actor, 0, len(rt.rooms.byID))
+	for _, a := range rt.rooms.byID {
+		out = append(out, a)
+	}
+	return out
+}
+
+// RoomCount is the number of live rooms of a kind on this node.
+func (rt *Runtime) RoomCount(kind string) int {
+	rt.rooms.mu.RLock()
+	defer rt.rooms.mu.RUnlock()
+	if k := rt.rooms.kinds[kind]; k != nil {
+		return k.live
+	}
+	return 0
+}
+
+func (rt *Runtime) room(id string) *actor {
+	rt.rooms.mu.RLock()
+	defer rt.rooms.mu.RUnlock()
+	return rt.rooms.byID[id]
+}
+
+// createRoom is shield.room.create (§4.3) in one process: the room's actor
+// is registered at once, and its goroutine loads the VM and runs
+// room_init, whose end answers c.
+func (rt *Runtime) createRoom(c *luavm.Call) *codes.Error {
+	kind := c.To.Service
+	k := rt.rooms.kinds[kind]
+	if k == nil {
+		return codes.New(codes.Unavailable, "%q is not a room service", kind)
+	}
+	if rt.stopping.Load() {
+		return codes.New(codes.Unavailable, "node %s is stopping: it makes no rooms", rt.opts.Node)
+	}
+	id := fmt.Sprintf("%s/%016x@%s", kind, rand.Uint64(), rt.opts.Node)
+	a := &actor{rt: rt, id: egress.ActorID{Service: kind, Instance: -1, Room: id}, control: newControlQueue(),
+		business: newBusinessLane(k.mailbox), done: make(chan struct{}), isRoom: true}
+	a.out.a = a
+	rt.rooms.mu.Lock()
+	if k.live >= k.cfg.MaxRooms {
+		rt.rooms.mu.Unlock()
+		return codes.New(codes.Busy, "%d rooms of %s are live on node %s (room.max_rooms)", k.live, kind, rt.opts.Node)
+	}
+	k.live++
+	rt.rooms.byID[id] = a
+	rt.rooms.mu.Unlock()
+	spec := k.spec
+	spec.Room = &luavm.RoomSpec{ID: id, Config: k.cfg}
+	go a.roomLoop(spec, c)
+	return nil
+}
+
+// routeRoom delivers a call or send addressed {room = id}.
+func (rt *Runtime) routeRoom(c *luavm.Call) *codes.Error {
+	if _, node, ok := luavm.ParseRoomID(c.To.Room); !ok || node != rt.opts.Node {
+		return codes.New(codes.RoomNotFound, "no room %q", c.To.Room)
+	}
+	rt.rooms.mu.RLock()
+	defer rt.rooms.mu.RUnlock()
+	a := rt.rooms.byID[c.To.Room]
+	if a == nil || a.dead.Load() {
+		return codes.New(codes.RoomNotFound, "no room %q", c.To.Room)
+	}
+	return a.enqueue(c)
+}
+
+// roomLoop is a room actor's goroutine: it loads the room's VM, runs
+// room_init, then serves the room until it closes.
+func (a *actor) roomLoop(spec luavm.Spec, c *luavm.Call) {
+	vm, err := luavm.New(spec)
+	if err != nil {
+		a.rt.log.Error("cannot load a room's VM", "service", spec.Service, "room", spec.Room.ID, "error", err)
+		a.rt.Return(&luavm.Result{To: c.From, ID: c.ID, Gen: c.Gen, Reply: c.Reply,
+			Err: codes.New(codes.Unavailable, "room of %s could not be made", spec.Service)})
+		a.endRoom()
+		close(a.done)
+		return
+	}
+	a.vm.Store(vm)
+	vm.Attach(a)
+	a.safely(vm, func(vm *luavm.VM) { vm.RoomInit(c) })
+	a.loop()
+}
+
+// RoomClosed is the room VM telling its actor it closed (luavm.RoomHost).
+func (a *actor) RoomClosed() { a.roomOver = true }
+
+// endRoom unregisters a closed room; from then on its id is
+// room_not_found, and what still waits in its lanes is answered so.
+func (a *actor) endRoom() {
+	rt := a.rt
+	rt.rooms.mu.Lock()
+	if rt.rooms.byID[a.id.Room] == a {
+		delete(rt.rooms.byID, a.id.Room)
+		rt.rooms.kinds[a.id.Service].live--
+	}
+	a.dead.Store(true)
+	rt.rooms.mu.Unlock()
+	a.drainDead()
+}
+
+// roomStep is the room's share of the actor loop: its tick when due, which
+// goes before the business lane (§6), and its end once it closed. It
+// reports whether the loop should go round again at once, and whether the
+// loop is over.
+func (a *actor) roomStep() (again, over bool) {
+	vm := a.vm.Load()
+	if a.roomOver {
+		return false, true
+	}
+	if at, ok := vm.RoomNext(); ok {
+		if now := time.Now(); !now.Before(at) {
+			a.safely(vm, func(vm *luavm.VM) { vm.RoomTick(now) })
+			return true, false
+		}
+	}
+	return false, false
+}
+
+// closeRoomNow ends a room at the runtime's stop: members leave with
+// room_closed, room_close runs (reason shutdown), the VM closes.
+func (a *actor) closeRoomNow() {
+	vm := a.vm.Load()
+	if vm != nil && !a.dead.Load() && !a.roomOver {
+		a.safely(vm, func(vm *luavm.VM) { vm.CloseRoom("shutdown") })
+	}
+	a.endRoom()
+}
+
+// controlRoom puts a session message on a room's control lane, under the
+// rooms' read lock. A bind into a room that closed meanwhile sends the
+// session back to its return target: nothing would ever do it otherwise.
+func (rt *Runtime) controlRoom(target egress.ActorID, m any) {
+	rt.rooms.mu.RLock()
+	a := rt.rooms.byID[target.Room]
+	if a != nil && !a.dead.Load() {
+		a.control.push(m)
+		rt.rooms.mu.RUnlock()
+		return
+	}
+	rt.rooms.mu.RUnlock()
+	b, ok := m.(*ingress.Bound)
+	sink := rt.Sink()
+	if !ok || sink == nil || b.Return.IsZero() {
+		return
+	}
+	sink.Bind(&egress.BindRequest{Ref: b.Ref, PlayerID: b.Ref.PlayerID, Target: b.Return, Caller: target, Left: "room_closed"},
+		func(egress.ClientRef, *codes.Error) {})
+}
