@@ -180,7 +180,7 @@ func (vm *VM) walkVersion(v uint64) *codes.Error {
 	if st == nil {
 		st = vm.l.NewTable()
 	}
-	tree, err := walkRoomState(st, r.cfg.MaxStateValues, vm.shield.RawGetString("null"))
+	tree, err := walkState(st, r.cfg.MaxStateValues, vm.shield.RawGetString("null"))
 	if err != nil {
 		return vm.classify(&task{what: "room state " + r.id}, err)
 	}
