@@ -201,9 +201,8 @@ func (vm *VM) roomBound(b *ingress.Bound) {
 	if m == nil || m.live || m.ref.SessionID != b.Ref.SessionID || r.closing != "" {
 		// No seat waits for this session (its hold ran out, or the room
 		// is closing): send it home at once.
-		ret := egress.ActorID{}
-		if m != nil {
-			ret = m.ret
+		ret := b.Return
+		if m != nil && !m.live && m.ref.SessionID == b.Ref.SessionID {
 			r.remove(m)
 		}
 		vm.bindBack(b.Ref, ret, "join_failed", "")
