@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/shieldrpc/shield/statesync"
@@ -15,7 +16,7 @@ import (
 
 // walkState reads a room's Lua state table into a statesync tree (docs/rooms.md §7.1) with raw access
 // (metatables ignored). maxValues is room.max_state_values: every table and scalar below the root counts one.
-// nullUD is the shield.null sentinel value (compare with ==), may be nil in tests.
+// null is the shield.null sentinel value (compare with ==), may be nil in tests.
 //
 // The walk takes the entries of each table in the order the table holds
 // them, which costs no sorting. A state that breaks a rule is walked again
@@ -23,13 +24,13 @@ import (
 // walks a tree, so that the error names the first problem in path order and
 // the message is the same from tick to tick.
 func walkState(root *lua.LTable, maxValues int, null lua.LValue) (map[string]any, error) {
-	w := stateWalker{max: maxValues, null: null}
-	tree, err := w.walk(root)
+	w := stateWalkers.Get().(*stateWalker)
+	defer w.release()
+	tree, err := w.walk(root, maxValues, null, false)
 	if err == nil {
 		return tree, nil
 	}
-	s := stateWalker{max: maxValues, null: null, sorted: true}
-	if _, serr := s.walk(root); serr != nil {
+	if _, serr := w.walk(root, maxValues, null, true); serr != nil {
 		return nil, serr
 	}
 	return nil, err // not reached: both walks apply the same rules
@@ -65,11 +66,36 @@ type stateWalker struct {
 	entries []stateEntry
 }
 
-func (w *stateWalker) walk(root *lua.LTable) (map[string]any, error) {
-	w.tables = make([]*lua.LTable, 0, statesync.MaxDepth+1)
-	w.path = make(statesync.Path, 0, statesync.MaxDepth+1)
-	w.entries = make([]stateEntry, 0, 32)
+// stateWalkers keeps walkers' stacks from tick to tick.
+var stateWalkers = sync.Pool{New: func() any {
+	return &stateWalker{
+		tables:  make([]*lua.LTable, 0, statesync.MaxDepth+1),
+		path:    make(statesync.Path, 0, statesync.MaxDepth+1),
+		entries: make([]stateEntry, 0, 64),
+	}
+}}
+
+// maxPooledEntries is the largest entry stack a pooled walker keeps.
+const maxPooledEntries = 4096
+
+func (w *stateWalker) walk(root *lua.LTable, maxValues int, null lua.LValue, sorted bool) (map[string]any, error) {
+	w.max, w.n, w.null, w.sorted = maxValues, 0, null, sorted
+	if len(w.tables)+len(w.path)+len(w.entries) != 0 { // a walk that panicked
+		clear(w.tables[:cap(w.tables)])
+		clear(w.path[:cap(w.path)])
+		clear(w.entries[:cap(w.entries)])
+		w.tables, w.path, w.entries = w.tables[:0], w.path[:0], w.entries[:0]
+	}
 	return w.table(root)
+}
+
+// release puts w back in the pool, holding nothing of the VM.
+func (w *stateWalker) release() {
+	if cap(w.entries) > maxPooledEntries {
+		return
+	}
+	w.null = nil
+	stateWalkers.Put(w)
 }
 
 // table is t as a map.
@@ -87,6 +113,7 @@ func (w *stateWalker) table(t *lua.LTable) (map[string]any, error) {
 	m := make(map[string]any, len(w.entries)-base)
 	w.tables = append(w.tables, t)
 	err := w.fill(m, base)
+	w.tables[len(w.tables)-1] = nil
 	w.tables = w.tables[:len(w.tables)-1]
 	clear(w.entries[base:])
 	w.entries = w.entries[:base]
@@ -95,10 +122,15 @@ func (w *stateWalker) table(t *lua.LTable) (map[string]any, error) {
 
 // gather pushes t's entries on w.entries: the array part by index, then the
 // rest with Next from the array part's end, which boxes nothing (but the
-// starting key) once a table has been walked before.
+// starting key) once a table has been walked before. Unsorted, it stops one
+// entry past the values left, enough for fill to fail on the count.
 func (w *stateWalker) gather(t *lua.LTable) {
+	limit := math.MaxInt // sorted, the first problem in key order may be any entry
+	if left := max(w.max-w.n, 0); !w.sorted && left < math.MaxInt-len(w.entries)-1 {
+		limit = len(w.entries) + left + 1
+	}
 	n := t.Len()
-	for i := 1; i <= n; i++ {
+	for i := 1; i <= n && len(w.entries) < limit; i++ {
 		if v := t.RawGetInt(i); v != lua.LNil {
 			w.entries = append(w.entries, stateEntry{key: strconv.Itoa(i), kind: stateKeyInt, val: v})
 		}
@@ -107,7 +139,7 @@ func (w *stateWalker) gather(t *lua.LTable) {
 	if n > 0 {
 		k = arrayEnd(n)
 	}
-	for k, v := t.Next(k); k != lua.LNil; k, v = t.Next(k) {
+	for k, v := t.Next(k); k != lua.LNil && len(w.entries) < limit; k, v = t.Next(k) {
 		w.entries = append(w.entries, stateEntryOf(k, v))
 	}
 }
@@ -179,6 +211,7 @@ func (w *stateWalker) fill(m map[string]any, base int) error {
 		}
 		w.path = append(w.path, e.key)
 		v, err := w.value(e.val)
+		w.path[len(w.path)-1] = ""
 		w.path = w.path[:len(w.path)-1]
 		if err != nil {
 			return err
@@ -207,8 +240,8 @@ func (w *stateWalker) sameKey(k string) error {
 }
 
 // value is v as a tree holds it; w.path is its path.
-func (w *stateWalker) value(v lua.LValue) (any, error) {
-	switch v := v.(type) {
+func (w *stateWalker) value(lv lua.LValue) (any, error) {
+	switch v := lv.(type) {
 	case lua.LString:
 		if !utf8.ValidString(string(v)) {
 			return nil, fmt.Errorf("room state: %s: a string must be valid UTF-8", w.path.Pointer())
@@ -240,11 +273,11 @@ func (w *stateWalker) value(v lua.LValue) (any, error) {
 		}
 		return w.table(v)
 	case *lua.LUserData:
-		if w.null != nil && lua.LValue(v) == w.null {
+		if w.null != nil && lv == w.null {
 			return nil, fmt.Errorf("room state: %s: shield.null cannot be synced: set the key to nil to remove it", w.path.Pointer())
 		}
 	}
-	return nil, fmt.Errorf("room state: %s: a %s cannot be synced", w.path.Pointer(), stateTypeName(v))
+	return nil, fmt.Errorf("room state: %s: a %s cannot be synced", w.path.Pointer(), stateTypeName(lv))
 }
 
 // stateTypeName names a value no state holds as messages do: a thread is a

@@ -1,8 +1,11 @@
 package luavm
 
 import (
+	"bytes"
 	"fmt"
+	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -78,7 +81,7 @@ func TestRoomStateWalk(t *testing.T) {
 	cases := []struct {
 		name   string
 		src    string
-		max    int  // room.max_state_values; 0 is 4096
+		max    int  // room.max_state_values; 0 is 4096, -1 is 0
 		noNull bool // walk without the shield.null sentinel
 		want   map[string]any
 		err    string
@@ -220,6 +223,10 @@ func TestRoomStateWalk(t *testing.T) {
 			err: `room state: more than 3 values (room.max_state_values)`},
 		{name: "4097 values", src: `local t = {}; for i = 1, 4097 do t["k" .. i] = true end; return t`,
 			err: `room state: more than 4096 values (room.max_state_values)`},
+		{name: "count in a big table", src: `local t = {}; for i = 1, 1000 do t["k" .. i] = i end; return t`, max: 10,
+			err: `room state: more than 10 values (room.max_state_values)`},
+		{name: "no values allowed", src: `return {a = 1}`, max: -1,
+			err: `room state: more than 0 values (room.max_state_values)`},
 		{name: "shared table counted twice", src: `local s = {x = 1}; return {a = s, b = s}`, max: 3,
 			err: `room state: more than 3 values (room.max_state_values)`},
 
@@ -248,7 +255,10 @@ func TestRoomStateWalk(t *testing.T) {
 			L := roomStateL(t)
 			root := roomStateTable(t, L, c.src)
 			max := c.max
-			if max == 0 {
+			switch max {
+			case -1:
+				max = 0
+			case 0:
 				max = 4096
 			}
 			var null lua.LValue
@@ -276,6 +286,42 @@ func TestRoomStateWalk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRoomStateWalkOutlivesLua: the tree's strings and floats stay right
+// once the Lua state is gone and the collector has run: the tree is kept
+// from tick to tick, so it must hold nothing the Lua state owns.
+func TestRoomStateWalkOutlivesLua(t *testing.T) {
+	L := lua.NewState()
+	root := roomStateTable(t, L, `local t = {}
+		for i = 1, 50 do t["k" .. i] = {s = string.rep("ab", i) .. i, f = i + 0.5, big = 2^60 * i} end
+		return t`)
+	tree, err := walkState(root, 4096, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := walkState(root, math.MaxInt, nil); err != nil {
+		t.Fatal(err)
+	}
+	L.Close()
+	root, L = nil, nil
+	var junk [][]byte
+	for range 5 {
+		runtime.GC()
+		for range 1000 {
+			junk = append(junk, bytes.Repeat([]byte{0xff}, 64))
+		}
+	}
+	_ = junk
+	for i := 1; i <= 50; i++ {
+		e := tree[fmt.Sprint("k", i)].(map[string]any)
+		if s := strings.Repeat("ab", i) + fmt.Sprint(i); e["s"] != s {
+			t.Fatalf("k%d.s = %q, want %q", i, e["s"], s)
+		}
+		if e["f"] != float64(i)+0.5 || e["big"] != float64(1<<60)*float64(i) {
+			t.Fatalf("k%d = %v", i, e)
+		}
 	}
 }
 
