@@ -141,9 +141,6 @@ func (r *room) remove(m *member) {
 	}
 }
 
-// seatsTaken counts members and seats held for joins in progress.
-func (r *room) seatsTaken() int { return len(r.members) }
-
 // installRoom makes this VM the room spec.Room names: ctx.room and
 // shield.room.current() are its object, ctx.instance is -1.
 func (vm *VM) installRoom(spec *RoomSpec) {
@@ -311,10 +308,7 @@ func (vm *VM) roomView(L *lua.LState) int {
 					p = append(p, string(s))
 				}
 			}
-			if len(p) == 0 || len(p) > 16 {
-				L.RaiseError("room:view: prefix %d: a path is a string key or an array of 1 to 16 keys", i)
-			}
-			prefixes = append(prefixes, p)
+			prefixes = append(prefixes, p) // NewView checks the lengths
 		}
 		var err error
 		if v, err = statesync.NewView(prefixes...); err != nil {
@@ -323,7 +317,7 @@ func (vm *VM) roomView(L *lua.LState) int {
 	} else if L.Get(3) != lua.LNil {
 		L.ArgError(3, "a table of prefixes, or nil")
 	}
-	if v.Key() != m.viewKey || !m.snapshot {
+	if v.Key() != m.viewKey {
 		m.view, m.viewKey = v, v.Key()
 		m.snapshot, m.snapCause = true, "view"
 	}

@@ -142,7 +142,7 @@ func (vm *VM) roomJoin(c *Call) {
 		}
 		r.remove(m) // a hold whose bind never came
 	}
-	if r.seatsTaken() >= r.cfg.MaxMembers {
+	if len(r.members) >= r.cfg.MaxMembers { // members and seats held for joins in progress
 		reply(codes.New(codes.RoomFull, "room %s has %d members (room.max_members %d)", r.id, len(r.members), r.cfg.MaxMembers))
 		return
 	}
