@@ -263,7 +263,7 @@ func (vm *VM) bindBack(ref egress.ClientRef, ret egress.ActorID, reason, msg str
 	if sink == nil {
 		return
 	}
-	vm.pushState(ref, [][]byte{endFrame(reason, msg, vm.room.cfg.MaxFrameBytes)})
+	vm.pushEnd(ref, reason, msg)
 	if ret.IsZero() {
 		return
 	}

@@ -3,6 +3,7 @@ package luavm
 import (
 	"strconv"
 
+	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/descriptor"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/statesync"
@@ -120,12 +121,10 @@ func (vm *VM) sendGroup(g *syncGroup) {
 		if len(idx) == 0 {
 			break
 		}
-		var refused []string
+		var refused []codes.Code
 		func() {
 			defer vm.guard("gateway Push")
-			for _, c := range sink.Push(p) {
-				refused = append(refused, string(c))
-			}
+			refused = sink.Push(p)
 		}()
 		for j, i := range idx {
 			if j >= len(refused) || refused[j] != "" {

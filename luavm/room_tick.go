@@ -196,25 +196,16 @@ func (vm *VM) walkVersion(v uint64) *codes.Error {
 	return nil
 }
 
-// pushState pushes state frame bodies to one session, and reports how
-// many the gateway accepted (it stops at the first refused).
-func (vm *VM) pushState(ref egress.ClientRef, parts [][]byte) int {
+// pushEnd pushes a member's END frame (§8.2); a refusal leaves nothing
+// to do, the session being closed or full.
+func (vm *VM) pushEnd(ref egress.ClientRef, reason, msg string) {
 	sink := vm.sink()
 	if sink == nil {
-		return 0
+		return
 	}
-	for i, body := range parts {
-		p := &egress.Push{RouteID: descriptor.RouteRoomState, Bodies: vm.binaryBodies(body), Targets: []egress.ClientRef{ref}}
-		var codes []codes.Code
-		func() {
-			defer vm.guard("gateway Push")
-			codes = sink.Push(p)
-		}()
-		if len(codes) == 0 || codes[0] != "" {
-			return i
-		}
-	}
-	return len(parts)
+	body := statesync.AppendEnd(nil, reason, msg, vm.room.cfg.MaxFrameBytes)
+	defer vm.guard("gateway Push")
+	sink.Push(&egress.Push{RouteID: descriptor.RouteRoomState, Bodies: vm.binaryBodies(body), Targets: []egress.ClientRef{ref}})
 }
 
 // binaryBodies is a state frame's body under every body codec: the same
@@ -229,8 +220,4 @@ func (vm *VM) binaryBodies(body []byte) map[string][]byte {
 		out[k] = body
 	}
 	return out
-}
-
-func endFrame(reason, msg string, limit int) []byte {
-	return statesync.AppendEnd(nil, reason, msg, limit)
 }
