@@ -167,8 +167,8 @@ var fastReconnect = &client.Reconnect{Base: 10 * time.Millisecond, Max: 50 * tim
 func TestResumeDeliversQueuedPushes(t *testing.T) {
 	srv := startGame(t, 30*time.Second)
 	gw := srv.Gateway.Addr("game").String()
-	net := newFlakyNet(t, gw)
-	c := dial(t, net.addr(), client.Options{HeartbeatEvery: -1, Reconnect: fastReconnect, Routes: game.Routes})
+	net := wiretest.NewFlakyNet(t, gw)
+	c := dial(t, net.Addr(), client.Options{HeartbeatEvery: -1, Reconnect: fastReconnect, Routes: game.Routes})
 	other := dial(t, gw, client.Options{HeartbeatEvery: -1})
 	enter(t, c, "alice", "plaza")
 	token := c.ResumeToken()
@@ -182,14 +182,14 @@ func TestResumeDeliversQueuedPushes(t *testing.T) {
 	c.OnDisconnect(func(d client.DisconnectInfo) { drops <- d })
 
 	// A move that the network swallows: the gateway never sees it.
-	net.dropUp.Store(true)
+	net.DropUp.Store(true)
 	inFlight := make(chan error, 1)
 	go func() {
 		inFlight <- c.CallName(context.Background(), "move", game.MoveRequest{X: 5, Y: 5}, nil)
 	}()
-	wiretest.Eventually(t, "the move sent into the void", func() bool { return net.dropped.Load() > 0 })
-	net.refusing.Store(true)
-	net.cut()
+	wiretest.Eventually(t, "the move sent into the void", func() bool { return net.Dropped.Load() > 0 })
+	net.Refusing.Store(true)
+	net.Cut()
 	select {
 	case err := <-inFlight:
 		var de *client.DisconnectedError
@@ -211,8 +211,8 @@ func TestResumeDeliversQueuedPushes(t *testing.T) {
 		move(t, other, float64(i), float64(i))
 		theirs.next(t) // the room pushed it to both: alice's copy is queued
 	}
-	net.dropUp.Store(false)
-	net.refusing.Store(false)
+	net.DropUp.Store(false)
+	net.Refusing.Store(false)
 	if info := waitReconnect(t, back); !info.Resumed || info.Attempt < 1 {
 		t.Fatalf("OnReconnect %+v, want Resumed", info)
 	}
@@ -241,18 +241,18 @@ func TestResumeDeliversQueuedPushes(t *testing.T) {
 func TestFailedResumeSaysLogInAgain(t *testing.T) {
 	srv := startGame(t, 30*time.Second)
 	gw := srv.Gateway.Addr("game").String()
-	net := newFlakyNet(t, gw)
-	c := dial(t, net.addr(), client.Options{HeartbeatEvery: -1, Reconnect: fastReconnect})
+	net := wiretest.NewFlakyNet(t, gw)
+	c := dial(t, net.Addr(), client.Options{HeartbeatEvery: -1, Reconnect: fastReconnect})
 	enter(t, c, "carol", "attic")
 	back := reconnects(c)
-	net.refusing.Store(true)
-	net.cut()
+	net.Refusing.Store(true)
+	net.Cut()
 	suspended(t, srv, "carol")
 	old := srv.Gateway.Sessions().Player("carol")
 	elsewhere := dial(t, gw, client.Options{HeartbeatEvery: -1})
 	enter(t, elsewhere, "carol", "attic")
 	wiretest.Eventually(t, "the suspended session ended", func() bool { return srv.Gateway.Sessions().Get(old.ID) == nil })
-	net.refusing.Store(false)
+	net.Refusing.Store(false)
 	info := waitReconnect(t, back)
 	if info.Resumed || info.Message == "" {
 		t.Fatalf("OnReconnect %+v, want Resumed false with a message", info)
@@ -277,14 +277,14 @@ func TestFailedResumeSaysLogInAgain(t *testing.T) {
 // client still reconnects, and says the session is new.
 func TestReconnectWithoutResume(t *testing.T) {
 	srv := startGame(t, 0)
-	net := newFlakyNet(t, srv.Gateway.Addr("game").String())
-	c := dial(t, net.addr(), client.Options{HeartbeatEvery: -1, Reconnect: fastReconnect})
+	net := wiretest.NewFlakyNet(t, srv.Gateway.Addr("game").String())
+	c := dial(t, net.Addr(), client.Options{HeartbeatEvery: -1, Reconnect: fastReconnect})
 	back := reconnects(c)
 	enter(t, c, "dave", "hall")
 	if tok := c.ResumeToken(); tok != "" {
 		t.Fatalf("a token %q with resume off", tok)
 	}
-	net.cut()
+	net.Cut()
 	if info := waitReconnect(t, back); info.Resumed {
 		t.Fatalf("OnReconnect %+v, want a new session", info)
 	}
@@ -296,13 +296,13 @@ func TestReconnectWithoutResume(t *testing.T) {
 // interval with no echo the client drops the connection and reconnects.
 func TestSilentNetworkIsNoticed(t *testing.T) {
 	srv := startGame(t, 30*time.Second)
-	net := newFlakyNet(t, srv.Gateway.Addr("game").String())
-	c := dial(t, net.addr(), client.Options{HeartbeatEvery: 150 * time.Millisecond, Reconnect: fastReconnect}) // under the gateway's 10 echoes a second
+	net := wiretest.NewFlakyNet(t, srv.Gateway.Addr("game").String())
+	c := dial(t, net.Addr(), client.Options{HeartbeatEvery: 150 * time.Millisecond, Reconnect: fastReconnect}) // under the gateway's 10 echoes a second
 	enter(t, c, "erin", "vault")
 	drops := make(chan client.DisconnectInfo, 4)
 	c.OnDisconnect(func(d client.DisconnectInfo) { drops <- d })
 	back := reconnects(c)
-	net.dropDown.Store(true)
+	net.DropDown.Store(true)
 	select {
 	case d := <-drops:
 		if !errors.Is(d.Err, client.ErrHeartbeatTimeout) || !d.Reconnecting {
@@ -311,7 +311,7 @@ func TestSilentNetworkIsNoticed(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("the silent network went unnoticed")
 	}
-	net.dropDown.Store(false)
+	net.DropDown.Store(false)
 	if info := waitReconnect(t, back); !info.Resumed {
 		t.Fatalf("OnReconnect %+v, want Resumed", info)
 	}
@@ -323,12 +323,12 @@ func TestSilentNetworkIsNoticed(t *testing.T) {
 // with a token held, an attempt succeeds only with the resume's answer.)
 func TestGiveUp(t *testing.T) {
 	srv := startGame(t, 30*time.Second)
-	net := newFlakyNet(t, srv.Gateway.Addr("game").String())
-	c := dial(t, net.addr(), client.Options{HeartbeatEvery: -1,
+	net := wiretest.NewFlakyNet(t, srv.Gateway.Addr("game").String())
+	c := dial(t, net.Addr(), client.Options{HeartbeatEvery: -1,
 		Reconnect: &client.Reconnect{Base: time.Millisecond, Max: 5 * time.Millisecond, Attempts: 3}})
 	enter(t, c, "hank", "cellar")
-	net.refusing.Store(true)
-	net.cut()
+	net.Refusing.Store(true)
+	net.Cut()
 	select {
 	case <-c.Done():
 	case <-time.After(patience):

@@ -62,20 +62,21 @@ func (vm *VM) checkRoomModule(spec Spec) error {
 // member is one membership of a room (§5): from the seat its room_join
 // accepted to its leave.
 type member struct {
-	playerID  string
-	ref       egress.ClientRef // the session at the room's epoch once live; the joiner's before
-	ret       egress.ActorID   // where the session goes back to
-	meta      lua.LValue
-	joinedAt  time.Time
-	holdTill  time.Time // a seat held for the join's bind, until live
-	live      bool      // the bind into the room was heard (Bound)
-	leaving   bool
-	suspended bool
-	seq       uint64
-	inputs    []roomInput
-	dropped   int
-	view      statesync.View
-	viewKey   string
+	playerID    string
+	ref         egress.ClientRef // the session at the room's epoch once live; the joiner's before
+	ret         egress.ActorID   // where the session goes back to
+	meta        lua.LValue
+	joinedAt    time.Time
+	holdTill    time.Time // a seat held for the join's bind, until live
+	live        bool      // the bind into the room was heard (Bound)
+	leaving     bool
+	suspended   bool
+	suspendedAt time.Time // when it was suspended: it leaves reconnect_grace after
+	seq         uint64
+	inputs      []roomInput
+	dropped     int
+	view        statesync.View
+	viewKey     string
 	// The member's sync: the version last accepted for it, and whether
 	// its next frame must be a snapshot.
 	base      uint64

@@ -220,7 +220,7 @@ func (vm *VM) roomSession(msg any) {
 		vm.roomBound(msg)
 	case *ingress.Suspended:
 		if m := r.member(msg.Ref.PlayerID); m != nil && m.live && m.ref == msg.Ref {
-			m.suspended = true
+			m.suspended, m.suspendedAt = true, time.Now()
 			vm.hookTask("room_suspended", &msg.Ref, nil, vm.memberTable(m))
 		}
 	case *ingress.Resumed:

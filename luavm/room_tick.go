@@ -67,6 +67,7 @@ func (vm *VM) RoomTick(now time.Time) {
 	if r.cfg.IdleClose > 0 && len(r.members) == 0 && now.Sub(r.idleSince) >= r.cfg.IdleClose {
 		vm.closeRoom("idle", "")
 	}
+	vm.graceOver(now)
 	for _, m := range r.members {
 		if !m.live && now.After(m.holdTill) {
 			r.remove(m) // a seat whose bind never came
@@ -74,6 +75,20 @@ func (vm *VM) RoomTick(now time.Time) {
 		}
 	}
 	vm.afterRoomRun()
+}
+
+// graceOver makes every member suspended for reconnect_grace leave with
+// timeout (§5.3): its END is queued and its session bound home while it is
+// away, so a resume reads them first.
+func (vm *VM) graceOver(now time.Time) {
+	r := vm.room
+	for i := 0; i < len(r.members); i++ {
+		m := r.members[i]
+		if m.live && !m.leaving && m.suspended && now.Sub(m.suspendedAt) >= r.cfg.ReconnectGrace {
+			vm.leave(m, "timeout", "", true)
+			i-- // leave removed it
+		}
+	}
 }
 
 // runTick runs room_tick(ctx, tick, inputs) under tick_budget: it may not

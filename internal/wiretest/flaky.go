@@ -1,4 +1,4 @@
-package client_test
+package wiretest
 
 import (
 	"net"
@@ -7,47 +7,50 @@ import (
 	"testing"
 )
 
-// flakyNet is a TCP proxy in front of a gateway that plays a bad network:
+// FlakyNet is a TCP proxy in front of a gateway that plays a bad network:
 // it cuts every connection (both ways, as a dead route would end them),
 // refuses new ones while the network is "down", and can black-hole what
 // the client sends or what the gateway sends without closing anything.
-type flakyNet struct {
+type FlakyNet struct {
 	ln     net.Listener
 	target string
 	wg     sync.WaitGroup
 
-	refusing atomic.Bool
-	dropUp   atomic.Bool   // client -> gateway bytes are read and thrown away
-	dropDown atomic.Bool   // gateway -> client bytes are read and thrown away
-	dropped  atomic.Uint64 // bytes thrown away
+	Refusing atomic.Bool   // new connections are closed at once
+	DropUp   atomic.Bool   // client -> gateway bytes are read and thrown away
+	DropDown atomic.Bool   // gateway -> client bytes are read and thrown away
+	Dropped  atomic.Uint64 // bytes thrown away
 
 	mu    sync.Mutex // guards conns
 	conns []net.Conn
 }
 
-func newFlakyNet(t testing.TB, target string) *flakyNet {
+// NewFlakyNet starts a proxy to target on loopback; the test's cleanup
+// closes it and every connection through it.
+func NewFlakyNet(t testing.TB, target string) *FlakyNet {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &flakyNet{ln: ln, target: target}
+	p := &FlakyNet{ln: ln, target: target}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
 }
 
-func (p *flakyNet) addr() string { return p.ln.Addr().String() }
+// Addr is where clients dial the proxy.
+func (p *FlakyNet) Addr() string { return p.ln.Addr().String() }
 
-func (p *flakyNet) accept() {
+func (p *FlakyNet) accept() {
 	defer p.wg.Done()
 	for {
 		down, err := p.ln.Accept()
 		if err != nil {
 			return
 		}
-		if p.refusing.Load() {
+		if p.Refusing.Load() {
 			down.Close()
 			continue
 		}
@@ -60,13 +63,13 @@ func (p *flakyNet) accept() {
 		p.conns = append(p.conns, down, up)
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(up, down, &p.dropUp)
-		go p.pipe(down, up, &p.dropDown)
+		go p.pipe(up, down, &p.DropUp)
+		go p.pipe(down, up, &p.DropDown)
 	}
 }
 
 // pipe copies src to dst until either ends, dropping while drop is set.
-func (p *flakyNet) pipe(dst, src net.Conn, drop *atomic.Bool) {
+func (p *FlakyNet) pipe(dst, src net.Conn, drop *atomic.Bool) {
 	defer p.wg.Done()
 	defer dst.Close()
 	defer src.Close()
@@ -75,7 +78,7 @@ func (p *flakyNet) pipe(dst, src net.Conn, drop *atomic.Bool) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			if drop.Load() {
-				p.dropped.Add(uint64(n))
+				p.Dropped.Add(uint64(n))
 			} else if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -86,8 +89,8 @@ func (p *flakyNet) pipe(dst, src net.Conn, drop *atomic.Bool) {
 	}
 }
 
-// cut closes every connection through the proxy.
-func (p *flakyNet) cut() {
+// Cut resets every connection through the proxy.
+func (p *FlakyNet) Cut() {
 	p.mu.Lock()
 	conns := p.conns
 	p.conns = nil
@@ -100,8 +103,8 @@ func (p *flakyNet) cut() {
 	}
 }
 
-func (p *flakyNet) close() {
+func (p *FlakyNet) close() {
 	p.ln.Close()
-	p.cut()
+	p.Cut()
 	p.wg.Wait()
 }
