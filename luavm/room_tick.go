@@ -3,6 +3,7 @@ package luavm
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -91,6 +92,11 @@ func (vm *VM) graceOver(now time.Time) {
 	}
 }
 
+// tickLabel is a tick's task in its incident line (§10.2).
+func tickLabel(id string, tick uint64) string {
+	return "room_tick " + id + " tick " + strconv.FormatUint(tick, 10)
+}
+
 // runTick runs room_tick(ctx, tick, inputs) under tick_budget: it may not
 // suspend (VM.running refuses), so it is over when start returns.
 func (vm *VM) runTick(now time.Time, inputs *lua.LTable) *codes.Error {
@@ -101,7 +107,7 @@ func (vm *VM) runTick(now time.Time, inputs *lua.LTable) *codes.Error {
 	}
 	var out *codes.Error
 	done := false
-	t := &task{what: "room_tick " + r.id, deadline: now.Add(r.cfg.TickBudget), noSuspend: true}
+	t := &task{what: tickLabel(r.id, r.tick), deadline: now.Add(r.cfg.TickBudget), noSuspend: true}
 	t.onDone = func(_ []lua.LValue, err *codes.Error) { out, done = err, true }
 	vm.start(t, fn, vm.ctx, lua.LNumber(r.tick), inputs)
 	if !done {
@@ -197,11 +203,22 @@ func (vm *VM) walkVersion(v uint64) *codes.Error {
 	}
 	tree, err := walkState(st, r.cfg.MaxStateValues, vm.shield.RawGetString("null"))
 	if err != nil {
-		return vm.classify(&task{what: "room state " + r.id}, err)
+		if v == 0 { // room_init's: the create fails, and its caller is a VM
+			return vm.classify(&task{what: "room_init " + r.id}, err)
+		}
+		// A tick's: its requests and the members' END quote the incident.
+		return vm.classify(&task{what: tickLabel(r.id, v), noSuspend: true}, err)
 	}
 	changes, derr := statesync.Diff(r.tree, tree)
 	if derr != nil {
 		return codes.New(codes.HandlerFailed, "room state: %v", derr)
+	}
+	// The versions of failed ticks in between changed nothing: their
+	// empty change sets keep history[i] the change set of one version,
+	// which sendGroup counts on.
+	// (At most 5 × tick_hz of them: on_tick_error closes the room then.)
+	for gap := r.version + 1; gap < v; gap++ {
+		r.history = append(r.history, nil)
 	}
 	r.tree, r.version = tree, v
 	r.history = append(r.history, changes)

@@ -293,6 +293,12 @@ func (vm *VM) run(t *task, fn *lua.LFunction, args ...lua.LValue) {
 		// task in it still gets its one answer.
 		vm.markCrashed("go panic inside a handler", t.label(), fmt.Sprint(panicked), string(debug.Stack()))
 		vm.finish(t, nil, vm.crashErr())
+	case reason == interruptBudget && t.noSuspend:
+		// room_tick past room.tick_budget is a tick error (docs/rooms.md
+		// §10.2): an incident, as a raise is.
+		vm.finish(t, nil, vm.classify(t, fmt.Errorf("room_tick ran past room.tick_budget")))
+	case reason == interruptHeap && t.noSuspend:
+		vm.finish(t, nil, vm.classify(t, fmt.Errorf("room_tick was stopped by lua.heap_limit_bytes")))
 	case reason == interruptBudget:
 		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))
 	case reason == interruptHeap:
@@ -452,7 +458,7 @@ func (vm *VM) classify(t *task, err error) *codes.Error {
 	} else if vm.spec.Suppressed != nil {
 		vm.spec.Suppressed()
 	}
-	if t != nil && t.in == nil && t.call == nil && t.session() == nil {
+	if t != nil && t.in == nil && t.call == nil && t.session() == nil && !t.noSuspend {
 		// A hook the runtime ran (init, reload_load, ...): its error is
 		// the operator's, who reads it where it surfaces (a failed start
 		// or reload), not a client's.

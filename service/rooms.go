@@ -86,6 +86,7 @@ func (rt *Runtime) createRoom(c *luavm.Call) *codes.Error {
 	rt.rooms.byID[id] = a
 	rt.rooms.mu.Unlock()
 	spec := k.spec
+	spec.Instance = -1 // §3.3: its log lines say instance=-1
 	spec.Room = &luavm.RoomSpec{ID: id, Config: k.cfg}
 	go a.roomLoop(spec, c)
 	return nil
