@@ -215,8 +215,8 @@ func (vm *VM) walkVersion(v uint64) *codes.Error {
 	}
 	// The versions of failed ticks in between changed nothing: their
 	// empty change sets keep history[i] the change set of one version,
-	// which sendGroup counts on.
-	// (At most 5 × tick_hz of them: on_tick_error closes the room then.)
+	// which sendGroup counts on (at most 5 × tick_hz of them:
+	// on_tick_error closes the room then).
 	for gap := r.version + 1; gap < v; gap++ {
 		r.history = append(r.history, nil)
 	}

@@ -40,7 +40,8 @@ type task struct {
 	ref     *egress.ClientRef      // a session hook's session
 	onDone  func(vals []lua.LValue, err *codes.Error)
 	// noSuspend marks room_tick (docs/rooms.md §4.1): the suspending
-	// functions raise instead of yielding.
+	// functions raise instead of yielding, and its errors are told to
+	// clients in their client form (§10.2: the tick's requests, END).
 	noSuspend bool
 	// span is the task's handler or method span (tracing.go); the zero
 	// Span when the VM or the message is not traced.
