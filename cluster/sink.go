@@ -154,6 +154,12 @@ func (n *Node) Bind(b *egress.BindRequest, done egress.BindDone) {
 		done(egress.ClientRef{}, unavailable("the cluster's NATS is unreachable"))
 		return
 	}
+	if b.Then != nil {
+		// The bind's wire form has no Then yet (rooms in a cluster are
+		// docs/rooms.md §16's step 7): pushed first, as before, so that
+		// the client still gets it, only maybe before the epoch moves.
+		n.Push(b.Then)
+	}
 	id, ok := n.pend.add(&pending{node: b.Ref.Gateway, bind: moved, deadline: time.Now().Add(bindWait)})
 	if !ok {
 		done(egress.ClientRef{}, unavailable("node %s is stopping", n.name))

@@ -105,6 +105,32 @@ func (g *Gateway) bound(s *session.Session, b session.Binding, req *egress.BindR
 	if p, _ := s.Owner.(*peer); p != nil { // not peerOf: this runs under the session's lock
 		p.stopAuthTimer() // a bound session has a player_id for good
 	}
+	if req.Then != nil {
+		g.pushThen(s, req.Then)
+	}
+}
+
+// pushThen queues a bind's Then push for s, under the session's lock:
+// SPEC §7's checks but the ref rows, which the bind's compare-and-set has
+// just passed (and CheckRef would take the lock again).
+func (g *Gateway) pushThen(s *session.Session, p *egress.Push) {
+	r := g.edge.Load().Lookup(p.RouteID)
+	code := egress.CheckRoute(r)
+	if code == "" {
+		body, ok := p.Bodies[s.Profile.CodecKey]
+		f := &envelope.Frame{Kind: envelope.Push, RouteID: p.RouteID, Route: r.Name, Body: body, Binary: r.Binary}
+		switch {
+		case !ok:
+			code = codes.HandlerFailed
+		case !s.Fits(f):
+			code = codes.ResourceExhausted
+		case !s.Offer(f):
+			code = codes.QueueFull
+		}
+	}
+	if code != "" {
+		g.m.EgressRejected.WithLabelValues(code.Reason()).Inc()
+	}
 }
 
 // Kick closes the session ref names, with a session.kicked notice whose

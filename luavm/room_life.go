@@ -164,8 +164,14 @@ func (vm *VM) roomJoin(c *Call) {
 		}
 		if err != nil {
 			r.remove(m)
-			if err.Code == codes.JoinRefused && len(vals) > 0 && vals[0] != lua.LFalse {
-				vm.log.Warn("room_join returned "+vals[0].Type().String()+": return true to accept", "room", r.id)
+			if err.Code == codes.JoinRefused && (len(vals) == 0 || vals[0] != lua.LFalse) {
+				// Nothing returned is the forgotten `return true` (§4.1),
+				// named as the nil it is.
+				got := lua.LNil.Type().String()
+				if len(vals) > 0 {
+					got = vals[0].Type().String()
+				}
+				vm.log.Warn("room_join returned "+got+": return true to accept", "room", r.id)
 			}
 		}
 		reply(err)
@@ -256,23 +262,28 @@ func (vm *VM) leave(m *member, reason, msg string, bindBack bool) {
 	}
 }
 
-// bindBack pushes a member's END and binds its session back to its return
-// target, with the leave reason for client_bound's from.
+// bindBack binds a member's session back to its return target, with the
+// leave reason for client_bound's from, and its END queued by that bind.
 func (vm *VM) bindBack(ref egress.ClientRef, ret egress.ActorID, reason, msg string) {
 	sink := vm.sink()
 	if sink == nil {
 		return
 	}
-	vm.pushEnd(ref, reason, msg)
+	end := vm.endPush(ref, reason, msg)
 	if ret.IsZero() {
+		func() {
+			defer vm.guard("gateway Push")
+			sink.Push(end)
+		}()
 		return
 	}
 	// A bind back the room leaves be: its outcome changes nothing here
-	// (the session closed, or was kicked, meanwhile).
+	// (the session closed, or was kicked, meanwhile). END rides on it, so
+	// that the client hears it only once its calls go home.
 	vm.stale.mark(ref.SessionID, ref.Epoch, false, time.Now(), vm.spec.HandlerTimeout)
 	func() {
 		defer vm.guard("gateway Bind")
-		sink.Bind(&egress.BindRequest{Ref: ref, PlayerID: ref.PlayerID, Target: ret, Caller: vm.roomActor(), Left: reason},
+		sink.Bind(&egress.BindRequest{Ref: ref, PlayerID: ref.PlayerID, Target: ret, Caller: vm.roomActor(), Left: reason, Then: end},
 			func(egress.ClientRef, *codes.Error) {})
 	}()
 }

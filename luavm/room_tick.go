@@ -228,16 +228,11 @@ func (vm *VM) walkVersion(v uint64) *codes.Error {
 	return nil
 }
 
-// pushEnd pushes a member's END frame (§8.2); a refusal leaves nothing
-// to do, the session being closed or full.
-func (vm *VM) pushEnd(ref egress.ClientRef, reason, msg string) {
-	sink := vm.sink()
-	if sink == nil {
-		return
-	}
+// endPush is a member's END frame (§8.2) as a push to ref alone; a
+// refusal leaves nothing to do (the session is gone or full).
+func (vm *VM) endPush(ref egress.ClientRef, reason, msg string) *egress.Push {
 	body := statesync.AppendEnd(nil, reason, msg, vm.room.cfg.MaxFrameBytes)
-	defer vm.guard("gateway Push")
-	sink.Push(&egress.Push{RouteID: descriptor.RouteRoomState, Bodies: vm.binaryBodies(body), Targets: []egress.ClientRef{ref}})
+	return &egress.Push{RouteID: descriptor.RouteRoomState, Bodies: vm.binaryBodies(body), Targets: []egress.ClientRef{ref}}
 }
 
 // binaryBodies is a state frame's body under every body codec: the same
