@@ -21,7 +21,7 @@ import (
 // for it; then on_tick_error close ends the room (members leave with
 // room_closed, END's message "internal error (incident <id>)") and continue
 // goes on, closing after 5 × tick_hz failures in a row. The harness is in
-// rooms_tick_test.go; the rooms run testdata/rooms_errors_boom.lua.
+// rooms_harness_test.go; the rooms run testdata/rooms_errors_boom.lua.
 
 // Routes of the error kinds (room_input).
 const (
@@ -30,31 +30,15 @@ const (
 	reSlowIn   = 3103
 )
 
-const reKinds = `  - name: boom
-    script: %[1]s
-    room: {tick_hz: 20, idle_close: 0s}
-    rpc:
-      routes:
-        - {id: 3101, name: boom_in, room_input: true}
-  - name: boomgo
-    script: %[1]s
-    room: {tick_hz: 20, idle_close: 0s, on_tick_error: continue}
-    rpc:
-      routes:
-        - {id: 3102, name: boomgo_in, room_input: true}
-  - name: boomloop
-    script: %[1]s
-    room: {tick_hz: 4, idle_close: 0s, on_tick_error: continue}
-  - name: slow
-    script: %[1]s
-    room: {tick_hz: 20, idle_close: 0s, tick_budget: 20ms}
-    rpc:
-      routes:
-        - {id: 3103, name: slow_in, room_input: true}
-`
-
-func reStart(t *testing.T, node string) *rtWorld {
-	return rtStart(t, node, fmt.Sprintf(reKinds, rtScript("rooms_errors_boom.lua")))
+func reStart(t *testing.T, node string) *roomsRig {
+	const script = "rooms_errors_boom.lua"
+	return startRooms(t, roomsConf{node: node, timeout: 60 * time.Second, kinds: roomKind("boom", script,
+		"tick_hz: 20, idle_close: 0s", "{id: 3101, name: boom_in, room_input: true}") +
+		roomKind("boomgo", script, "tick_hz: 20, idle_close: 0s, on_tick_error: continue",
+			"{id: 3102, name: boomgo_in, room_input: true}") +
+		roomKind("boomloop", script, "tick_hz: 4, idle_close: 0s, on_tick_error: continue") +
+		roomKind("slow", script, "tick_hz: 20, idle_close: 0s, tick_budget: 20ms",
+			"{id: 3103, name: slow_in, room_input: true}")})
 }
 
 var (
@@ -64,7 +48,7 @@ var (
 
 // failingTick waits for room_tick's own "tick failing" line of room and
 // returns the tick's number.
-func (w *rtWorld) failingTick(room, how string) string {
+func (w *roomsRig) failingTick(room, how string) string {
 	w.t.Helper()
 	i := w.s.Logs.WaitFor(w.t, "tick failing", "room", room, "how", how)
 	return w.s.Logs.Entry(i).Attrs["tick"]
@@ -75,7 +59,7 @@ func (w *rtWorld) failingTick(room, how string) string {
 // "room_tick <id> tick <n>", an error that contains errText and, for an
 // error raised in Lua (traceback true), its traceback. It returns the
 // incident id ("" when there is no line).
-func (w *rtWorld) incident(room, tick, errText string, traceback bool) string {
+func (w *roomsRig) incident(room, tick, errText string, traceback bool) string {
 	w.t.Helper()
 	i := -1
 	for deadline := time.Now().Add(5 * time.Second); i < 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -122,9 +106,9 @@ func checkAnswer(t *testing.T, err error, inc string) {
 // checkClosedEnd waits for the member's END and checks it: room_closed,
 // with the incident in its message; no state frame came for the failed
 // tick, nor any frame that did not apply.
-func (w *rtWorld) checkClosedEnd(m *rtMember, tick, inc string) {
+func (w *roomsRig) checkClosedEnd(m *roomMember, tick, inc string) {
 	w.t.Helper()
-	rtWait(w.t, 10*time.Second, m.name+"'s END", func() bool { _, ok := m.end(); return ok })
+	waitFor(w.t, 10*time.Second, m.name+"'s END", func() bool { _, ok := m.end(); return ok })
 	u, _ := m.end()
 	if u.Reason != "room_closed" {
 		w.t.Errorf("%s's END reason %q, want room_closed", m.name, u.Reason)
@@ -147,9 +131,9 @@ func (w *rtWorld) checkClosedEnd(m *rtMember, tick, inc string) {
 }
 
 // checkGone checks that a closed room's id is room_not_found.
-func (w *rtWorld) checkGone(room string) {
+func (w *roomsRig) checkGone(room string) {
 	w.t.Helper()
-	err := w.obs.c.Call(w.ctx, rtAsk, map[string]any{"room": room, "method": "anything"}, nil)
+	err := w.observer().c.Call(w.ctx, roomsAsk, map[string]any{"room": room, "method": "anything"}, nil)
 	if code, _ := codes.CodeOf(err); code != codes.RoomNotFound {
 		w.t.Errorf("asking the closed room %s: %v, want client_rpc.room_not_found", room, err)
 	}
@@ -184,14 +168,14 @@ func checkWindow(t *testing.T, who string, st map[string]any, v uint64) {
 func TestTickRaises(t *testing.T) {
 	w := reStart(t, "gw-raise")
 	loop := w.make("boomloop", map[string]any{"always": true}) // fails from its first tick
-	dave := w.login("dave")
+	dave := w.player("dave")
 	w.join(dave, loop)
 	pit, calm := w.make("boom", nil), w.make("boom", nil)
-	alice, carol := w.login("alice"), w.login("carol")
+	alice, carol := w.player("alice"), w.player("carol")
 	w.join(alice, pit)
 	w.join(carol, calm)
 	goRoom := w.make("boomgo", nil)
-	bob := w.login("bob")
+	bob := w.player("bob")
 	w.join(bob, goRoom)
 
 	// on_tick_error: close.
@@ -202,11 +186,11 @@ func TestTickRaises(t *testing.T) {
 	w.checkClosedEnd(alice, tick, inc)
 	w.checkGone(pit)
 	var made struct{ Room string }
-	if err := alice.c.Call(w.ctx, rtMake, map[string]any{"kind": "boom"}, &made); err != nil {
+	if err := alice.c.Call(w.ctx, roomsMake, map[string]any{"kind": "boom"}, &made); err != nil {
 		t.Errorf("alice, home again after the room closed: %v", err)
 	}
 	_, v0, _, _, _ := carol.view()
-	rtWait(t, 10*time.Second, "the other room's ticks", func() bool {
+	waitFor(t, 10*time.Second, "the other room's ticks", func() bool {
 		_, v, _, _, _ := carol.view()
 		return v >= v0+5
 	})
@@ -220,7 +204,7 @@ func TestTickRaises(t *testing.T) {
 	inc2 := w.incident(goRoom, tick2, "boom at tick "+tick2, true)
 	checkAnswer(t, err, inc2)
 	n2, _ := strconv.ParseUint(tick2, 10, 64)
-	rtWait(t, 10*time.Second, "bob's state past the failed tick", func() bool {
+	waitFor(t, 10*time.Second, "bob's state past the failed tick", func() bool {
 		_, v, _, _, errs := bob.view()
 		return v >= n2+3 || len(errs) > 0
 	})
@@ -243,7 +227,7 @@ func TestTickRaises(t *testing.T) {
 	}
 
 	// continue, failing at every tick: closed after 20 in a row.
-	rtWait(t, 15*time.Second, "dave's END", func() bool { _, ok := dave.end(); return ok })
+	waitFor(t, 15*time.Second, "dave's END", func() bool { _, ok := dave.end(); return ok })
 	if n := w.s.Logs.Count("tick failing", "room", loop); n != 20 {
 		t.Errorf("boomloop closed after %d failed ticks, want 5 × tick_hz = 20", n)
 	}
@@ -259,7 +243,7 @@ func TestTickRaises(t *testing.T) {
 func TestTickBudget(t *testing.T) {
 	w := reStart(t, "gw-budget")
 	room := w.make("slow", nil)
-	eve := w.login("eve")
+	eve := w.player("eve")
 	w.join(eve, room)
 	err := eve.c.Call(w.ctx, reSlowIn, map[string]bool{"spin": true}, nil)
 	tick := w.failingTick(room, "spin")
@@ -278,7 +262,7 @@ func TestTickBudget(t *testing.T) {
 func TestStateWalkFails(t *testing.T) {
 	w := reStart(t, "gw-walk")
 	room := w.make("boom", nil)
-	frank := w.login("frank")
+	frank := w.player("frank")
 	w.join(frank, room)
 	err := frank.c.Call(w.ctx, reBoomIn, map[string]bool{"bad": true}, nil)
 	tick := w.failingTick(room, "bad")

@@ -16,7 +16,7 @@ import (
 // member's order with their seq, each in exactly one tick; the per-member
 // bound tail-drops and counts, a request input is answered after its tick,
 // and frames from a stale epoch never become inputs. The harness is in
-// rooms_tick_test.go; the rooms run testdata/rooms_input_pad.lua.
+// rooms_harness_test.go; the rooms run testdata/rooms_input_pad.lua.
 
 // Routes of the input kinds.
 const (
@@ -30,26 +30,14 @@ const (
 
 // pad ticks at 20 Hz and keeps up to 64 inputs per member per tick; gate
 // ticks at 2 Hz and keeps 4.
-const riKinds = `  - name: pad
-    script: %[1]s
-    room: {tick_hz: 20, input_queue: 64, idle_close: 0s}
-    rpc:
-      routes:
-        - {id: 3001, name: move, room_input: true}
-        - {id: 3006, name: pad_kick, binding: pad_kick}
-  - name: gate
-    script: %[1]s
-    room: {tick_hz: 2, input_queue: 4, idle_close: 0s}
-    rpc:
-      routes:
-        - {id: 3002, name: press, room_input: true}
-        - {id: 3003, name: gate_hold, binding: gate_hold}
-        - {id: 3004, name: ticked, binding: ticked, direction: s2c}
-        - {id: 3005, name: holding, binding: holding, direction: s2c}
-`
-
-func riStart(t *testing.T, node string) *rtWorld {
-	return rtStart(t, node, fmt.Sprintf(riKinds, rtScript("rooms_input_pad.lua")))
+func riStart(t *testing.T, node string) *roomsRig {
+	return startRooms(t, roomsConf{node: node, timeout: 60 * time.Second, kinds: roomKind("pad", "rooms_input_pad.lua",
+		"tick_hz: 20, input_queue: 64, idle_close: 0s",
+		"{id: 3001, name: move, room_input: true}", "{id: 3006, name: pad_kick, binding: pad_kick}") +
+		roomKind("gate", "rooms_input_pad.lua", "tick_hz: 2, input_queue: 4, idle_close: 0s",
+			"{id: 3002, name: press, room_input: true}", "{id: 3003, name: gate_hold, binding: gate_hold}",
+			"{id: 3004, name: ticked, binding: ticked, direction: s2c}",
+			"{id: 3005, name: holding, binding: holding, direction: s2c}")})
 }
 
 // riInput is one input as room_tick logged it.
@@ -71,7 +59,7 @@ type riInputs struct {
 	Dropped map[string]int64 `json:"dropped"`
 }
 
-func (w *rtWorld) inputs(room string) riInputs {
+func (w *roomsRig) inputs(room string) riInputs {
 	w.t.Helper()
 	var got riInputs
 	w.ask(room, "inputs", nil, &got)
@@ -79,11 +67,11 @@ func (w *rtWorld) inputs(room string) riInputs {
 }
 
 // waitTicks waits until the room ran n more ticks than it had.
-func (w *rtWorld) waitTicks(room string, n int64) riInputs {
+func (w *roomsRig) waitTicks(room string, n int64) riInputs {
 	w.t.Helper()
 	from := w.inputs(room).Tick
 	var got riInputs
-	rtWait(w.t, 10*time.Second, fmt.Sprintf("%d more ticks of %s", n, room), func() bool {
+	waitFor(w.t, 10*time.Second, fmt.Sprintf("%d more ticks of %s", n, room), func() bool {
 		got = w.inputs(room)
 		return got.Tick >= from+n
 	})
@@ -119,9 +107,9 @@ func TestInputsOrdered(t *testing.T) {
 	w := riStart(t, "gw-order")
 	room := w.make("pad", nil)
 	names := []string{"alice", "bob", "carol"}
-	members := make([]*rtMember, len(names))
+	members := make([]*roomMember, len(names))
 	for i, name := range names {
-		members[i] = w.login(name)
+		members[i] = w.player(name)
 		w.join(members[i], room)
 	}
 	const n = 20
@@ -146,7 +134,7 @@ func TestInputsOrdered(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	rtWait(t, 10*time.Second, "every input in a tick", func() bool { return len(w.inputs(room).Log) >= len(members)*n })
+	waitFor(t, 10*time.Second, "every input in a tick", func() bool { return len(w.inputs(room).Log) >= len(members)*n })
 	got := w.waitTicks(room, 3) // and a few ticks more: none comes twice
 	done := time.Now().UnixMilli()
 
@@ -203,13 +191,13 @@ func TestInputsOrdered(t *testing.T) {
 func TestInputQueueBound(t *testing.T) {
 	w := riStart(t, "gw-bound")
 	room := w.make("gate", nil)
-	alice := w.login("alice", riTicked, riHolding)
+	alice := w.player("alice", riTicked, riHolding)
 	w.join(alice, room)
 
 	if err := alice.c.Call(w.ctx, riHold, map[string]any{}, nil); err != nil {
 		t.Fatalf("arm the hold: %v", err)
 	}
-	rtWait(t, 10*time.Second, "the hold to begin", func() bool { return len(alice.pushed(riHolding)) > 0 })
+	waitFor(t, 10*time.Second, "the hold to begin", func() bool { return len(alice.pushed(riHolding)) > 0 })
 	for i := 1; i <= 7; i++ {
 		if err := alice.c.Notify(riPress, map[string]int{"n": i}); err != nil {
 			t.Fatal(err)
@@ -220,7 +208,7 @@ func TestInputQueueBound(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != codes.Busy || ce.Message != "room input queue full (room.input_queue 4)" {
 		t.Fatalf("a request input past the bound: %v; want client_rpc.busy \"room input queue full (room.input_queue 4)\"", err)
 	}
-	rtWait(t, 10*time.Second, "the tick after the hold", func() bool { return len(w.inputs(room).Log) > 0 })
+	waitFor(t, 10*time.Second, "the tick after the hold", func() bool { return len(w.inputs(room).Log) > 0 })
 	got := w.waitTicks(room, 2)
 	es := got.of("alice")
 	if fmt.Sprint(ns(es)) != "[1 2 3 4]" {
@@ -271,14 +259,14 @@ func TestStaleInputs(t *testing.T) {
 	w := riStart(t, "gw-stale")
 	room := w.make("pad", nil)
 
-	alice := w.login("alice")
+	alice := w.player("alice")
 	w.join(alice, room)
 	for i := 1; i <= 3; i++ {
 		if err := alice.c.Notify(riMove, map[string]int{"n": i}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rtWait(t, 10*time.Second, "alice's inputs", func() bool { return len(w.inputs(room).of("alice")) == 3 })
+	waitFor(t, 10*time.Second, "alice's inputs", func() bool { return len(w.inputs(room).of("alice")) == 3 })
 	if err := alice.c.Notify(riKick, map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +279,7 @@ func TestStaleInputs(t *testing.T) {
 	if code, _ := codes.CodeOf(err); code != codes.EpochExpired {
 		t.Fatalf("a request input at the room's epoch, taken after the member left: %v, want client_rpc.epoch_expired", err)
 	}
-	rtWait(t, 10*time.Second, "alice's END", func() bool {
+	waitFor(t, 10*time.Second, "alice's END", func() bool {
 		u, ok := alice.end()
 		return ok && u.Reason == "removed"
 	})
@@ -301,15 +289,15 @@ func TestStaleInputs(t *testing.T) {
 		t.Fatalf("alice's inputs %v, want [1 2 3]: nothing sent after the leave is an input", ns(got.of("alice")))
 	}
 
-	bob := w.login("bob")
+	bob := w.player("bob")
 	send := func(route uint32, body any) {
 		if err := bob.c.Notify(route, body); err != nil {
 			t.Fatal(err)
 		}
 	}
-	send(rtEnter, map[string]any{"room": room, "meta": map[string]any{"slow": true}})
-	send(rtHold, map[string]any{"ms": 300}) // runs while the join waits for room_join
-	send(rtHold, map[string]any{"ms": 300}) // runs while the bind is made, or is stale itself
+	send(roomsEnter, map[string]any{"room": room, "meta": map[string]any{"slow": true}})
+	send(roomsHold, map[string]any{"ms": 300}) // runs while the join waits for room_join
+	send(roomsHold, map[string]any{"ms": 300}) // runs while the bind is made, or is stale itself
 	for i := 101; i <= 103; i++ {
 		send(riMove, map[string]int{"n": i})
 	}
@@ -319,7 +307,7 @@ func TestStaleInputs(t *testing.T) {
 	}
 	bob.waitSnapshot(t, room)
 	send(riMove, map[string]int{"n": 105})
-	rtWait(t, 10*time.Second, "bob's input after the SNAPSHOT", func() bool { return len(w.inputs(room).of("bob")) > 0 })
+	waitFor(t, 10*time.Second, "bob's input after the SNAPSHOT", func() bool { return len(w.inputs(room).of("bob")) > 0 })
 	got = w.waitTicks(room, 2)
 	es := got.of("bob")
 	if len(es) != 1 || es[0].N != 105 || es[0].Seq != 1 {

@@ -1,134 +1,27 @@
 package acceptance
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/shieldrpc/shield/client"
 	"github.com/shieldrpc/shield/codes"
-	"github.com/shieldrpc/shield/internal/wiretest"
-	"github.com/shieldrpc/shield/statesync"
 )
 
-// refusedYAML is the gateway of rooms_join_refused_test.go: a lobby and a
-// room kind "door" of max_members %[3]d.
-const refusedYAML = `node: {name: gw-refused}
-network:
-  listeners:
-    - {name: game, address: "127.0.0.1:0", entry_service: lobby}
-log: {format: json, level: info}
-actors:
-  - name: lobby
-    script: %[1]s
-    rpc:
-      routes:
-        - {id: 1, name: login, binding: login, requires_auth: false}
-        - {id: 2, name: make, binding: make}
-        - {id: 3, name: room, binding: room}
-        - {id: 4, name: ping, binding: ping}
-  - name: door
-    script: %[2]s
-    room: {tick_hz: 10, max_members: %[3]d}
-`
-
-// The routes of refusedYAML, and the reserved ones of docs/rooms.md §8.1.
-const (
-	refusedLogin, refusedMake, refusedRoom, refusedPing = 1, 2, 3, 4
-	refusedJoin, refusedLeave                           = 65522, 65523
-)
-
-// refusedGateway is a gateway started on refusedYAML, and a context that
-// bounds every call of the test.
-type refusedGateway struct {
-	s   *wiretest.Server
-	ctx context.Context
+// startRefused is the gateway of rooms_join_refused_test.go: the lobby and
+// a room kind "door" of max_members maxMembers.
+func startRefused(t *testing.T, maxMembers int) *roomsRig {
+	return startRooms(t, roomsConf{node: "gw-refused", timeout: 30 * time.Second, kinds: roomKind("door",
+		"rooms_refused_door.lua", fmt.Sprintf("tick_hz: 10, max_members: %d", maxMembers))})
 }
 
-func startRefused(t *testing.T, maxMembers int) *refusedGateway {
-	t.Helper()
-	lobby, _ := filepath.Abs("testdata/rooms_refused_lobby.lua")
-	door, _ := filepath.Abs("testdata/rooms_refused_door.lua")
-	s := wiretest.Start(t, "shield.yaml", fmt.Sprintf(refusedYAML, lobby, door, maxMembers), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return &refusedGateway{s: s, ctx: ctx}
-}
-
-// refusedMember is a logged-in client and the reasons of the END frames
-// it read.
-type refusedMember struct {
-	*client.Client
-	name string
-	ends chan string
-}
-
-// login dials the game listener and logs user in; the client is closed at
-// cleanup.
-func (g *refusedGateway) login(t *testing.T, user string) *refusedMember {
-	t.Helper()
-	c, err := client.Dial(g.ctx, g.s.Addr("game"), client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	m := &refusedMember{Client: c, name: user, ends: make(chan string, 16)}
-	c.OnPush(65520, func(body []byte) {
-		if f, err := statesync.Decode(body); err == nil && f.Kind == statesync.EndFrame {
-			m.ends <- f.Reason
-		}
-	})
-	if err := c.Call(g.ctx, refusedLogin, map[string]string{"user": user}, nil); err != nil {
-		t.Fatalf("login %s: %v", user, err)
-	}
-	return m
-}
-
-// leave sends shield.room.leave and waits for m's END: only then is the
-// session home again (docs/rooms.md §8.3; a frame sent between the leave's
-// answer and END may be read at the room's epoch, §5.1).
-func (g *refusedGateway) leave(t *testing.T, m *refusedMember) {
-	t.Helper()
-	if err := m.Call(g.ctx, refusedLeave, nil, nil); err != nil {
-		t.Fatalf("%s's leave: %v", m.name, err)
-	}
-	select {
-	case reason := <-m.ends:
-		if reason != "left" {
-			t.Fatalf("%s's END after a leave: reason %q, want left", m.name, reason)
-		}
-	case <-g.ctx.Done():
-		t.Fatalf("%s: no END after the leave", m.name)
-	}
-}
-
-// make creates a door room from c's lobby and returns its id.
-func (g *refusedGateway) make(t *testing.T, c *refusedMember, name string) string {
-	t.Helper()
-	var made struct{ Room string }
-	if err := c.Call(g.ctx, refusedMake, map[string]string{"name": name}, &made); err != nil || made.Room == "" {
-		t.Fatalf("make %s: %+v %v", name, made, err)
-	}
-	return made.Room
-}
-
-// join sends shield.room.join for room with meta (nil: none).
-func (g *refusedGateway) join(c *refusedMember, room string, meta any) error {
-	body := map[string]any{"room": room}
-	if meta != nil {
-		body["meta"] = meta
-	}
-	var joined struct{ Room string }
-	err := c.Call(g.ctx, refusedJoin, body, &joined)
-	if err == nil && joined.Room != room {
-		return fmt.Errorf("the join answered room %q, want %q", joined.Room, room)
-	}
-	return err
+// makeDoor creates a door room from m's lobby and returns its id.
+func (g *roomsRig) makeDoor(m *roomMember, name string) string {
+	g.t.Helper()
+	return g.makeOn(m.c, "door", map[string]string{"name": name})
 }
 
 // refusedErr splits a call's error into its code and message.
@@ -138,16 +31,6 @@ func refusedErr(err error) (codes.Code, string) {
 		return e.Code, e.Message
 	}
 	return "", fmt.Sprint(err)
-}
-
-// expectHome checks that c's session is bound to the lobby: a lobby
-// route answers.
-func (g *refusedGateway) expectHome(t *testing.T, c *refusedMember, after string) {
-	t.Helper()
-	var home struct{ Home bool }
-	if err := c.Call(g.ctx, refusedPing, nil, &home); err != nil || !home.Home {
-		t.Fatalf("after %s the session is not home: %+v %v", after, home, err)
-	}
 }
 
 // TestJoinRefused is docs/rooms.md §15's "join refused with a reason" and
@@ -167,8 +50,8 @@ func (g *refusedGateway) expectHome(t *testing.T, c *refusedMember, after string
 // them all); and a join from inside a room is client_rpc.in_room.
 func TestJoinRefused(t *testing.T) {
 	g := startRefused(t, 1)
-	alice := g.login(t, "alice")
-	room := g.make(t, alice, "front")
+	alice := g.player("alice")
+	room := g.makeDoor(alice, "front")
 
 	incident := regexp.MustCompile(`^internal error \(incident ([0-9a-f]{16})\)$`)
 	cases := []struct {
@@ -193,12 +76,13 @@ func TestJoinRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.verdict, func(t *testing.T) {
+			g := g.on(t)
 			before := 0
 			logMsg := "room_join returned " + c.logType + ": return true to accept"
 			if c.logType != "" {
 				before = g.s.Logs.Count(logMsg, "room", room)
 			}
-			err := g.join(alice, room, map[string]string{"verdict": c.verdict})
+			err := g.tryJoin(alice, room, map[string]string{"verdict": c.verdict})
 			code, msg := refusedErr(err)
 			if code != c.code {
 				t.Fatalf("room_join %s: the join got %v, want %s", c.verdict, err, c.code)
@@ -222,7 +106,7 @@ func TestJoinRefused(t *testing.T) {
 					t.Errorf("the incident line's error %q does not say kaboom", e.Attrs["error"])
 				}
 			}
-			g.expectHome(t, alice, "a refused join")
+			g.expectHome(alice, "a refused join")
 		})
 	}
 	if n := g.s.Logs.Count("room_join ran", "player_id", "alice"); n != len(cases) {
@@ -230,8 +114,9 @@ func TestJoinRefused(t *testing.T) {
 	}
 
 	t.Run("no such room", func(t *testing.T) {
-		closed := g.make(t, alice, "closed")
-		if err := alice.Call(g.ctx, refusedRoom, map[string]string{"room": closed, "method": "shut"}, nil); err != nil {
+		g := g.on(t)
+		closed := g.makeDoor(alice, "closed")
+		if err := alice.c.Call(g.ctx, roomsAsk, map[string]string{"room": closed, "method": "shut"}, nil); err != nil {
 			t.Fatalf("closing a room: %v", err)
 		}
 		_, rest, _ := strings.Cut(room, "/")
@@ -251,27 +136,27 @@ func TestJoinRefused(t *testing.T) {
 			"door/" + hex + "@gw-refused ",
 			closed,
 		} {
-			if code, _ := refusedErr(g.join(alice, id, nil)); code != codes.RoomNotFound {
+			if code, _ := refusedErr(g.tryJoin(alice, id, nil)); code != codes.RoomNotFound {
 				t.Errorf("join %q: %q, want %s", id, code, codes.RoomNotFound)
 			}
 		}
 		for _, body := range []any{map[string]any{"room": 5}, map[string]any{}, []string{room}, "door"} {
-			err := alice.Call(g.ctx, refusedJoin, body, nil)
+			err := alice.c.Call(g.ctx, roomsJoin, body, nil)
 			if code, _ := refusedErr(err); code != codes.DecodeFailed {
 				t.Errorf("join body %v: %v, want %s", body, err, codes.DecodeFailed)
 			}
 		}
-		g.expectHome(t, alice, "joins of no room")
+		g.expectHome(alice, "joins of no room")
 	})
 
 	// The one seat was freed by every refusal: this join takes it.
-	other := g.make(t, alice, "side")
-	if err := g.join(alice, room, map[string]string{"verdict": "accept"}); err != nil {
+	other := g.makeDoor(alice, "side")
+	if err := g.tryJoin(alice, room, map[string]string{"verdict": "accept"}); err != nil {
 		t.Fatalf("the join after the refusals: %v", err)
 	}
 	t.Run("in room", func(t *testing.T) {
 		for _, id := range []string{room, other, "door/0123456789abcdef@gw-refused"} {
-			if code, _ := refusedErr(g.join(alice, id, map[string]string{"verdict": "accept"})); code != codes.InRoom {
+			if code, _ := refusedErr(g.tryJoin(alice, id, map[string]string{"verdict": "accept"})); code != codes.InRoom {
 				t.Errorf("join %s from inside %s: %q, want %s", id, room, code, codes.InRoom)
 			}
 		}
@@ -280,9 +165,9 @@ func TestJoinRefused(t *testing.T) {
 		}
 	})
 	// Still a member: the leave answers, and the session is home again.
-	g.leave(t, alice)
+	g.leave(alice)
 	g.s.Logs.WaitFor(t, "left door", "player_id", "alice", "reason", "left")
-	g.expectHome(t, alice, "the leave's END (§8.3 step 3: the session is home again)")
+	g.expectHome(alice, "the leave's END (§8.3 step 3: the session is home again)")
 }
 
 // TestRoomFull is docs/rooms.md §15's "full" row (§4.4, §12 Bounds): in a
@@ -293,26 +178,26 @@ func TestJoinRefused(t *testing.T) {
 // join takes the seat.
 func TestRoomFull(t *testing.T) {
 	g := startRefused(t, 2)
-	alice, bob, carol, dave := g.login(t, "alice"), g.login(t, "bob"), g.login(t, "carol"), g.login(t, "dave")
-	room := g.make(t, alice, "pair")
-	if err := g.join(alice, room, nil); err != nil {
+	alice, bob, carol, dave := g.player("alice"), g.player("bob"), g.player("carol"), g.player("dave")
+	room := g.makeDoor(alice, "pair")
+	if err := g.tryJoin(alice, room, nil); err != nil {
 		t.Fatalf("alice's join: %v", err)
 	}
 
 	// Bob's join waits in room_join, holding the second seat.
 	held := make(chan error, 1)
-	go func() { held <- g.join(bob, room, map[string]string{"verdict": "held"}) }()
+	go func() { held <- g.tryJoin(bob, room, map[string]string{"verdict": "held"}) }()
 	g.s.Logs.WaitFor(t, "room_join ran", "player_id", "bob", "verdict", "held")
-	err := g.join(carol, room, nil)
+	err := g.tryJoin(carol, room, nil)
 	if code, _ := refusedErr(err); code != codes.RoomFull {
 		t.Fatalf("carol's join beside a held seat: %v, want %s", err, codes.RoomFull)
 	}
 	// A member's frames go to the room (§1): the lobby's route is not
 	// there. Release through dave's lobby instead.
-	if code, _ := refusedErr(alice.Call(g.ctx, refusedRoom, map[string]string{"room": room, "method": "release"}, nil)); code != codes.HandlerMissing {
+	if code, _ := refusedErr(alice.c.Call(g.ctx, roomsAsk, map[string]string{"room": room, "method": "release"}, nil)); code != codes.HandlerMissing {
 		t.Fatalf("alice, a member, called a lobby route: %q, want %s", code, codes.HandlerMissing)
 	}
-	if err := dave.Call(g.ctx, refusedRoom, map[string]string{"room": room, "method": "release"}, nil); err != nil {
+	if err := dave.c.Call(g.ctx, roomsAsk, map[string]string{"room": room, "method": "release"}, nil); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	select {
@@ -325,31 +210,31 @@ func TestRoomFull(t *testing.T) {
 	}
 
 	// Two members: full.
-	err = g.join(carol, room, nil)
+	err = g.tryJoin(carol, room, nil)
 	if code, _ := refusedErr(err); code != codes.RoomFull {
 		t.Fatalf("carol's join into a full room: %v, want %s", err, codes.RoomFull)
 	}
 	if n := g.s.Logs.Count("room_join ran", "player_id", "carol"); n != 0 {
 		t.Errorf("room_join ran %d times for joins into a full room", n)
 	}
-	g.expectHome(t, carol, "a full room")
+	g.expectHome(carol, "a full room")
 
 	// Bob leaves: carol takes his seat, and dave is refused.
-	g.leave(t, bob)
+	g.leave(bob)
 	g.s.Logs.WaitFor(t, "left door", "player_id", "bob", "reason", "left")
-	if err := g.join(carol, room, nil); err != nil {
+	if err := g.tryJoin(carol, room, nil); err != nil {
 		t.Fatalf("carol's join after bob left: %v", err)
 	}
-	if code, _ := refusedErr(g.join(dave, room, nil)); code != codes.RoomFull {
+	if code, _ := refusedErr(g.tryJoin(dave, room, nil)); code != codes.RoomFull {
 		t.Fatalf("dave's join into a full room again: %q, want %s", code, codes.RoomFull)
 	}
 	// Carol's connection closes: she leaves, and dave takes her seat.
-	carol.Close()
+	carol.c.Close()
 	g.s.Logs.WaitFor(t, "left door", "player_id", "carol", "reason", "closed")
-	if err := g.join(dave, room, nil); err != nil {
+	if err := g.tryJoin(dave, room, nil); err != nil {
 		t.Fatalf("dave's join after carol's connection closed: %v", err)
 	}
-	if code, _ := refusedErr(g.join(bob, room, nil)); code != codes.RoomFull {
+	if code, _ := refusedErr(g.tryJoin(bob, room, nil)); code != codes.RoomFull {
 		t.Fatalf("bob's join back into a full room: %q, want %s", code, codes.RoomFull)
 	}
 }

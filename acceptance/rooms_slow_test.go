@@ -1,11 +1,9 @@
 package acceptance
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,35 +14,21 @@ import (
 	"github.com/shieldrpc/shield/statesync"
 )
 
-// slowYAML is the gateway of rooms_slow_test.go: a lobby and a room kind
+// startSlow is the gateway of rooms_slow_test.go: the lobby and a room kind
 // "flood" whose every tick changes 32 KB of state and reports it on route
 // 3101. A write blocked for slowWriteTimeout closes a session; a session
 // queues 256 KiB at most. The tick budget is the most there is, so that a
 // loaded machine under -race does not fail a tick (and close the room):
 // the test is about the sockets, not the CPU.
-const slowYAML = `node: {name: gw-slow}
-network:
-  listeners:
-    - {name: game, address: "127.0.0.1:0", entry_service: lobby, protocol: {max_frame_bytes: 1048576}}
-log: {format: json, level: info}
-session: {write_timeout: 1s, outbound_queue_bytes: 262144}
-actors:
-  - name: lobby
-    script: %s
-    rpc:
-      routes:
-        - {id: 1, name: login, binding: login, requires_auth: false}
-        - {id: 2, name: make, binding: make}
-  - name: flood
-    script: %s
-    room: {tick_hz: 20, tick_budget: 1s}
-    rpc:
-      routes:
-        - {id: 3101, name: report, binding: report, direction: s2c}
-`
+func startSlow(t *testing.T) *roomsRig {
+	return startRooms(t, roomsConf{node: "gw-slow", timeout: 90 * time.Second,
+		listener: "protocol: {max_frame_bytes: 1048576}", session: "write_timeout: 1s, outbound_queue_bytes: 262144",
+		kinds: roomKind("flood", "rooms_slow_flood.lua", "tick_hz: 20, tick_budget: 1s",
+			"{id: 3101, name: report, binding: report, direction: s2c}")})
+}
 
 const (
-	slowWriteTimeout = time.Second // slowYAML's session.write_timeout
+	slowWriteTimeout = time.Second // startSlow's session.write_timeout
 	slowReport       = 3101
 )
 
@@ -235,33 +219,20 @@ func slowAnswer(t *testing.T, w *wiretest.Conn, id uint64, what string) envelope
 // within session.write_timeout + 1 s of its queue filling, and leaves the
 // room with that reason; the room goes on ticking for the readers.
 func TestNeverReadingMember(t *testing.T) {
-	lobby, _ := filepath.Abs("testdata/rooms_slow_lobby.lua")
-	flood, _ := filepath.Abs("testdata/rooms_slow_flood.lua")
-	s := wiretest.Start(t, "shield.yaml", fmt.Sprintf(slowYAML, lobby, flood), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-
+	g := startSlow(t)
+	s := g.s
 	reader := func(user string) *slowReader {
-		c, err := client.Dial(ctx, s.Addr("game"), client.Options{MaxFrameBytes: 1 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
+		c := g.dialPlain(client.Options{MaxFrameBytes: 1 << 20})
 		r := &slowReader{name: user, c: c, reports: map[uint64]string{}}
 		c.OnPush(slowReport, r.onReport)
-		c.OnPush(65520, r.onState)
-		if err := c.Call(ctx, 1, map[string]string{"user": user}, nil); err != nil {
-			t.Fatalf("login %s: %v", user, err)
-		}
+		c.OnPush(roomsState, r.onState)
+		g.login(c, user)
 		return r
 	}
 	alice, bob := reader("alice"), reader("bob")
-	var made struct{ Room string }
-	if err := alice.c.Call(ctx, 2, map[string]any{}, &made); err != nil || made.Room == "" {
-		t.Fatalf("make: %+v %v", made, err)
-	}
+	room := g.makeOn(alice.c, "flood", nil)
 	for _, r := range []*slowReader{alice, bob} {
-		if err := r.c.Call(ctx, 65522, map[string]any{"room": made.Room}, nil); err != nil {
+		if err := r.c.Call(g.ctx, roomsJoin, map[string]any{"room": room}, nil); err != nil {
 			t.Fatalf("%s's join: %v", r.name, err)
 		}
 	}
@@ -272,7 +243,7 @@ func TestNeverReadingMember(t *testing.T) {
 	stuck := wiretest.Dial(t, "stuck", s.Addr("game"), "idlen")
 	stuck.Send(slowFrame(1, 1, map[string]string{"user": "stuck"}))
 	slowAnswer(t, stuck, 1, "the stuck member's login")
-	stuck.Send(slowFrame(65522, 2, map[string]string{"room": made.Room}))
+	stuck.Send(slowFrame(65522, 2, map[string]string{"room": room}))
 	slowAnswer(t, stuck, 2, "the stuck member's join")
 	stopped := time.Now()
 

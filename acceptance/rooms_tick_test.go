@@ -1,224 +1,18 @@
 package acceptance
 
 import (
-	"context"
-	"fmt"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/shieldrpc/shield/client"
-	"github.com/shieldrpc/shield/internal/wiretest"
-	"github.com/shieldrpc/shield/statesync"
 )
 
-// This file holds docs/rooms.md §15's tick tests and the small harness that
-// rooms_input_test.go and rooms_errors_test.go share: a real gateway whose
-// lobby (testdata/rooms_tick_lobby.lua) logs in, makes rooms of any kind and
-// asks a room's methods through its {room = id} address, and members that
-// track their room's state with a statesync.Tracker.
+// docs/rooms.md §15's tick tests (§6). The harness is in
+// rooms_harness_test.go; the rooms run testdata/rooms_tick_clock.lua.
 
-// Lobby routes of rooms_tick_lobby.lua, and the reserved room routes.
-const (
-	rtLogin = 1
-	rtMake  = 2
-	rtAsk   = 3
-	rtEnter = 4
-	rtHold  = 5
-
-	rtRoomState = 65520
-	rtRoomJoin  = 65522
-)
-
-// rtConfig is a config with the lobby and the room kinds of kinds (YAML
-// items of actors:, indented by two spaces).
-func rtConfig(node, kinds string) string {
-	return fmt.Sprintf(`node: {name: %s}
-network:
-  listeners:
-    - {name: game, address: "127.0.0.1:0", entry_service: lobby}
-log: {format: json, level: info}
-actors:
-  - name: lobby
-    script: %s
-    rpc:
-      routes:
-        - {id: 1, name: login, binding: login, requires_auth: false}
-        - {id: 2, name: make, binding: make}
-        - {id: 3, name: ask, binding: ask}
-        - {id: 4, name: enter, binding: enter}
-        - {id: 5, name: hold, binding: hold}
-%s`, node, rtScript("rooms_tick_lobby.lua"), kinds)
+// rtStart is a gateway with the room kind "clock", at 20 Hz.
+func rtStart(t *testing.T, node string) *roomsRig {
+	return startRooms(t, roomsConf{node: node, timeout: 60 * time.Second,
+		kinds: roomKind("clock", "rooms_tick_clock.lua", "tick_hz: 20, idle_close: 0s")})
 }
-
-// rtScript is the absolute path of a script in testdata.
-func rtScript(name string) string {
-	p, err := filepath.Abs(filepath.Join("testdata", name))
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
-// rtWorld is a started gateway, a context bounding the test, and an
-// observer: a logged-in client in no room, who asks rooms through the lobby.
-type rtWorld struct {
-	t   *testing.T
-	s   *wiretest.Server
-	ctx context.Context
-	obs *rtMember
-}
-
-func rtStart(t *testing.T, node, kinds string) *rtWorld {
-	t.Helper()
-	s := wiretest.Start(t, "shield.yaml", rtConfig(node, kinds), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	w := &rtWorld{t: t, s: s, ctx: ctx}
-	w.obs = w.login("observer")
-	return w
-}
-
-// rtMember is a logged-in client: its room's state frames go through a
-// Tracker (updates and errors kept), and the pushes on the routes given
-// at login are kept in order.
-type rtMember struct {
-	name   string
-	c      *client.Client
-	mu     sync.Mutex
-	tr     statesync.Tracker
-	ups    []statesync.Update
-	errs   []error
-	pushes map[uint32][][]byte
-}
-
-// login dials the game listener and logs user in, keeping the pushes on
-// routes.
-func (w *rtWorld) login(user string, routes ...uint32) *rtMember {
-	w.t.Helper()
-	c, err := client.Dial(w.ctx, w.s.Addr("game"), client.Options{})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Cleanup(func() { c.Close() })
-	m := &rtMember{name: user, c: c, pushes: map[uint32][][]byte{}}
-	c.OnPush(rtRoomState, func(body []byte) {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		u, err := m.tr.Receive(body)
-		if err != nil {
-			m.errs = append(m.errs, err)
-		}
-		m.ups = append(m.ups, u)
-	})
-	for _, r := range routes {
-		c.OnPush(r, func(body []byte) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.pushes[r] = append(m.pushes[r], append([]byte(nil), body...))
-		})
-	}
-	if err := c.Call(w.ctx, rtLogin, map[string]string{"user": user}, nil); err != nil {
-		w.t.Fatalf("login %s: %v", user, err)
-	}
-	return m
-}
-
-// make creates a room of kind with params (nil: none) and returns its id.
-func (w *rtWorld) make(kind string, params any) string {
-	w.t.Helper()
-	req := map[string]any{"kind": kind}
-	if params != nil {
-		req["params"] = params
-	}
-	var made struct{ Room string }
-	if err := w.obs.c.Call(w.ctx, rtMake, req, &made); err != nil || made.Room == "" {
-		w.t.Fatalf("make %s: %+v %v", kind, made, err)
-	}
-	return made.Room
-}
-
-// ask calls the room's method with arg through the lobby, decoding its
-// first result into out.
-func (w *rtWorld) ask(room, method string, arg, out any) {
-	w.t.Helper()
-	req := map[string]any{"room": room, "method": method}
-	if arg != nil {
-		req["arg"] = arg
-	}
-	if err := w.obs.c.Call(w.ctx, rtAsk, req, out); err != nil {
-		w.t.Fatalf("ask %s of %s: %v", method, room, err)
-	}
-}
-
-// join joins the room through the shield.room.join route and waits for the
-// SNAPSHOT: only then may a client send inputs (§8.3 step 4).
-func (w *rtWorld) join(m *rtMember, room string) {
-	w.t.Helper()
-	var joined struct{ Room string }
-	if err := m.c.Call(w.ctx, rtRoomJoin, map[string]any{"room": room}, &joined); err != nil || joined.Room != room {
-		w.t.Fatalf("%s joins %s: %+v %v", m.name, room, joined, err)
-	}
-	m.waitSnapshot(w.t, room)
-}
-
-// waitSnapshot waits until the member holds a state of room.
-func (m *rtMember) waitSnapshot(t *testing.T, room string) {
-	t.Helper()
-	wiretest.Eventually(t, m.name+"'s SNAPSHOT of "+room, func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		_, ok := m.tr.Version()
-		return ok && m.tr.RoomID() == room
-	})
-}
-
-// view is a copy of the member's state, its version (ok false without a
-// state), its updates and the frames that failed to apply.
-func (m *rtMember) view() (st map[string]any, v uint64, ok bool, ups []statesync.Update, errs []error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok = m.tr.Version()
-	return statesync.Clone(m.tr.State()), v, ok, append([]statesync.Update(nil), m.ups...), append([]error(nil), m.errs...)
-}
-
-// pushed is the bodies pushed to the member on route so far.
-func (m *rtMember) pushed(route uint32) [][]byte {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([][]byte(nil), m.pushes[route]...)
-}
-
-// end is the member's END update, if one came.
-func (m *rtMember) end() (statesync.Update, bool) {
-	_, _, _, ups, _ := m.view()
-	for _, u := range ups {
-		if u.Kind == statesync.EndFrame {
-			return u, true
-		}
-	}
-	return statesync.Update{}, false
-}
-
-// rtWait polls cond every 10 ms for at most d.
-func rtWait(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// The tick tests.
-
-const rtTickKinds = `  - name: clock
-    script: %s
-    room: {tick_hz: 20, idle_close: 0s}
-`
 
 // rtTick is one tick as rooms_tick_clock.lua records it: its number,
 // room.dt, and shield.now() as room_tick began.
@@ -282,12 +76,12 @@ func checkTickLog(t *testing.T, log []rtTick, periodMS int64) []int64 {
 // period) equal the grid times elapsed on the clock, ±1, with no drift;
 // skipped grid times (allowed only when a tick starts late) stay rare.
 func TestTickRate(t *testing.T) {
-	w := rtStart(t, "gw-tick", fmt.Sprintf(rtTickKinds, rtScript("rooms_tick_clock.lua")))
+	w := rtStart(t, "gw-tick")
 	room := w.make("clock", nil)
 	const periodMS, stretchMS = 50, 3000
 	var got rtTicks
 	time.Sleep(stretchMS * time.Millisecond)
-	rtWait(t, 10*time.Second, "3 s of ticks", func() bool {
+	waitFor(t, 10*time.Second, "3 s of ticks", func() bool {
 		w.ask(room, "ticks", nil, &got)
 		n := len(got.Log)
 		return n > 1 && got.Log[n-1].At-got.Log[0].At >= stretchMS
@@ -327,17 +121,17 @@ func TestTickRate(t *testing.T) {
 // the hold and none bursts after it: the ticks after are back on the grid,
 // one period apart.
 func TestLateTickSkips(t *testing.T) {
-	w := rtStart(t, "gw-late", fmt.Sprintf(rtTickKinds, rtScript("rooms_tick_clock.lua")))
+	w := rtStart(t, "gw-late")
 	room := w.make("clock", nil)
 	const periodMS = 50
 	var got rtTicks
-	rtWait(t, 10*time.Second, "5 ticks", func() bool {
+	waitFor(t, 10*time.Second, "5 ticks", func() bool {
 		w.ask(room, "ticks", nil, &got)
 		return len(got.Log) >= 5
 	})
 	var armed map[string]any
 	w.ask(room, "stall", nil, &armed)
-	rtWait(t, 10*time.Second, "the hold and 12 ticks after it", func() bool {
+	waitFor(t, 10*time.Second, "the hold and 12 ticks after it", func() bool {
 		w.ask(room, "ticks", nil, &got)
 		return got.Hold != nil && int64(len(got.Log)) >= got.Hold.After+13
 	})
