@@ -36,6 +36,22 @@ type API interface {
 	// Reload reloads the node (SPEC §12): nil when it succeeded, else its
 	// errors.
 	Reload(ctx context.Context) []string
+	// Rooms returns this node's live rooms (only kind's, when it is not
+	// empty), ordered by id, at most MaxRooms (docs/rooms.md §13).
+	Rooms(kind string) []Room
+}
+
+// MaxRooms is the most rooms GET /admin/rooms lists.
+const MaxRooms = 10000
+
+// Room is one entry of GET /admin/rooms.
+type Room struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	Members   int    `json:"members"`  // suspended included
+	Reserved  int    `json:"reserved"` // seats held for a bind
+	Tick      uint64 `json:"tick"`
+	CreatedAt string `json:"created_at"` // RFC 3339
 }
 
 // Session is one entry of GET /admin/sessions.
@@ -109,6 +125,13 @@ func (s *Server) ServeAPI(token string, api API) {
 		"/admin/drain":    {http.MethodPost, func(w http.ResponseWriter, r *http.Request) { serveDrain(w, r, api) }},
 		"/admin/call":     {http.MethodPost, func(w http.ResponseWriter, r *http.Request) { serveCall(w, r, api) }},
 		"/admin/reload":   {http.MethodPost, func(w http.ResponseWriter, r *http.Request) { serveReload(w, r, api) }},
+		"/admin/rooms": {http.MethodGet, func(w http.ResponseWriter, r *http.Request) {
+			list := api.Rooms(r.URL.Query().Get("kind"))
+			if list == nil {
+				list = []Room{}
+			}
+			writeJSON(w, map[string]any{"rooms": list})
+		}},
 	}
 	s.mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		ep, known := endpoints[r.URL.Path]

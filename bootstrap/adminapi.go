@@ -26,6 +26,17 @@ type adminAPI struct{ s *Server }
 
 var _ admin.API = adminAPI{}
 
+// Rooms lists the runtime's live rooms (docs/rooms.md §13).
+func (a adminAPI) Rooms(kind string) []admin.Room {
+	list := a.s.Runtime.RoomList(kind, admin.MaxRooms)
+	out := make([]admin.Room, len(list))
+	for i, r := range list {
+		out[i] = admin.Room{ID: r.ID, Kind: r.Kind, Members: r.Members, Reserved: r.Reserved, Tick: r.Tick,
+			CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339)}
+	}
+	return out
+}
+
 func (a adminAPI) Sessions(playerID string, limit int) []admin.Session {
 	var list []*session.Session
 	if playerID != "" {

@@ -131,6 +131,9 @@ func actorSpecs(cfg *config.Config, table *descriptor.Table, schemas *codec.Sche
 			}
 			if a.Room != nil {
 				spec.Room = &luavm.RoomSpec{Config: *a.Room}
+				if opts.Metrics != nil {
+					spec.Room.Metrics = opts.Metrics.Room(a.Name)
+				}
 			}
 			if m := opts.Metrics; m != nil {
 				c := m.IncidentsNotLogged.WithLabelValues(a.Name)

@@ -46,6 +46,7 @@ func Start(ctx context.Context, path string, opts Options) (*Server, error) {
 	rt := rep.Runtime
 	m.WatchMailboxes(rt.Services(), rt.MailboxDepth)
 	m.WatchControlLanes(rt.Services(), rt.ControlDepth)
+	m.WatchRooms(rt.RoomKinds(), rt.RoomGauges)
 	loaded := *rep.Config // as written: what a reload compares against
 	rep.Config.Session.MaxSessions = fitFileLimit(rep.Config.Session.MaxSessions, log)
 	node, err := joinCluster(ctx, rep, m, log, opts)

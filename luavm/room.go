@@ -20,6 +20,10 @@ type RoomSpec struct {
 	// start and reload (layer 3), which never runs a room.
 	ID     string
 	Config config.Room
+	// Metrics counts the kind's events; nil counts nothing.
+	Metrics RoomMetrics
+	// Stats is where the room publishes its members and tick; nil: nowhere.
+	Stats *RoomStats
 }
 
 // RoomHost is what a room VM needs from its actor besides Host: to be told
@@ -112,6 +116,9 @@ type room struct {
 	// returns.
 	answers []pendingInput
 	taken   uint64 // inputs taken, for their order
+
+	m     RoomMetrics
+	stats *RoomStats
 }
 
 func (r *room) nextOrder() uint64 { r.taken++; return r.taken }
@@ -140,6 +147,7 @@ func (r *room) remove(m *member) {
 	if i := slices.Index(r.members, m); i >= 0 {
 		r.members = slices.Delete(r.members, i, i+1)
 	}
+	r.publish()
 }
 
 // installRoom makes this VM the room spec.Room names: ctx.room and
@@ -147,7 +155,11 @@ func (r *room) remove(m *member) {
 func (vm *VM) installRoom(spec *RoomSpec) {
 	L := vm.l
 	r := &room{id: spec.ID, kind: vm.service, cfg: spec.Config, createdAt: time.Now(),
-		period: time.Second / time.Duration(max(spec.Config.TickHz, 1)), tree: map[string]any{}}
+		period: time.Second / time.Duration(max(spec.Config.TickHz, 1)), tree: map[string]any{},
+		m: spec.Metrics, stats: spec.Stats}
+	if r.m == nil {
+		r.m = noRoomMetrics{}
+	}
 	r.idleSince = r.createdAt
 	vm.room = r
 	r.fields = L.CreateTable(0, 8)

@@ -67,6 +67,9 @@ func (vm *VM) initDone(c *Call, err *codes.Error) {
 		res.Values = [][]byte{id}
 		r.started, r.t0, r.grid = true, time.Now(), 1
 		r.idleSince = r.t0
+		r.m.Created("ok")
+	} else {
+		r.m.Created("failed")
 	}
 	if vm.host != nil && c.ID != 0 {
 		vm.host.Return(res)
@@ -90,6 +93,7 @@ func (vm *VM) handleRoomCall(c *Call) bool {
 			if ref, ok := refOfJSON(c.Args[0]); ok {
 				if m := vm.room.member(ref.PlayerID); m != nil && !m.live && m.ref.SessionID == ref.SessionID {
 					vm.room.remove(m)
+					vm.room.m.Leave("join_failed")
 					vm.hookTask("room_leave", &ref, nil, vm.memberTable(m), lua.LString("join_failed"))
 				}
 			}
@@ -143,6 +147,7 @@ func (vm *VM) roomJoin(c *Call) {
 		r.remove(m) // a hold whose bind never came
 	}
 	if len(r.members) >= r.cfg.MaxMembers { // members and seats held for joins in progress
+		r.m.Join("full")
 		reply(codes.New(codes.RoomFull, "room %s has %d members (room.max_members %d)", r.id, len(r.members), r.cfg.MaxMembers))
 		return
 	}
@@ -158,9 +163,18 @@ func (vm *VM) roomJoin(c *Call) {
 	}
 	m := &member{playerID: ref.PlayerID, ref: ref, ret: c.From, meta: meta, joinedAt: time.Now(), holdTill: time.Now().Add(joinHold)}
 	r.members = append(r.members, m)
+	r.publish()
 	accept := func(vals []lua.LValue, err *codes.Error) {
 		if err == nil {
 			err = joinVerdict(vals)
+		}
+		switch {
+		case err == nil:
+			r.m.Join("ok")
+		case err.Code == codes.HandlerFailed || err.Code == codes.Timeout:
+			r.m.Join("failed") // it raised, or ran out of time: not a verdict
+		default:
+			r.m.Join("refused")
 		}
 		if err != nil {
 			r.remove(m)
@@ -177,6 +191,7 @@ func (vm *VM) roomJoin(c *Call) {
 		reply(err)
 	}
 	if !vm.hookTask("room_join", &ref, accept, vm.sessionClient(ref, "", clientRefOnly), meta, lua.LNil) {
+		r.m.Join("ok")
 		reply(nil)
 	}
 }
@@ -215,6 +230,7 @@ func (vm *VM) roomBound(b *ingress.Bound) {
 		return
 	}
 	m.ref, m.live, m.snapshot, m.snapCause = b.Ref, true, true, "join"
+	r.publish()
 	vm.syncMember(m)
 }
 
@@ -252,6 +268,10 @@ func (vm *VM) leave(m *member, reason, msg string, bindBack bool) {
 	}
 	m.leaving = true
 	r.remove(m)
+	r.m.Leave(reason)
+	if len(m.inputs) > 0 {
+		r.m.InputsDropped("left", len(m.inputs))
+	}
 	if len(r.members) == 0 {
 		r.idleSince = time.Now()
 	}
@@ -270,10 +290,18 @@ func (vm *VM) bindBack(ref egress.ClientRef, ret egress.ActorID, reason, msg str
 		return
 	}
 	end := vm.endPush(ref, reason, msg)
+	rm, size := vm.room.m, 0
+	for _, b := range end.Bodies { // the same bytes under every codec
+		size = len(b)
+	}
 	if ret.IsZero() {
 		func() {
 			defer vm.guard("gateway Push")
-			sink.Push(end)
+			if refused := sink.Push(end); len(refused) == 1 && refused[0] != "" {
+				rm.StateRejected(refused[0].Reason(), 1)
+			} else {
+				rm.StateFrames(FrameEnd, 1, size)
+			}
 		}()
 		return
 	}
@@ -284,7 +312,14 @@ func (vm *VM) bindBack(ref egress.ClientRef, ret egress.ActorID, reason, msg str
 	func() {
 		defer vm.guard("gateway Bind")
 		sink.Bind(&egress.BindRequest{Ref: ref, PlayerID: ref.PlayerID, Target: ret, Caller: vm.roomActor(), Left: reason, Then: end},
-			func(egress.ClientRef, *codes.Error) {})
+			func(_ egress.ClientRef, err *codes.Error) {
+				// Any goroutine may run it: rm is safe for that.
+				if err == nil {
+					rm.StateFrames(FrameEnd, 1, size) // queued with the bind
+				} else {
+					rm.StateRejected(err.Code.Reason(), 1)
+				}
+			})
 	}()
 }
 
@@ -310,6 +345,7 @@ func (vm *VM) afterRoomRun() {
 		}
 		vm.leave(m, "room_closed", msg, true)
 	}
+	r.m.Closed(r.closing)
 	vm.hookTask("room_close", nil, nil, lua.LString(r.closing))
 	vm.roomHost().RoomClosed()
 }

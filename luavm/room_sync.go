@@ -97,6 +97,11 @@ func (vm *VM) sendGroup(g *syncGroup) {
 		vm.log.Error("room state encode failed", "room", r.id, "error", err)
 		return
 	}
+	frame := FrameDelta
+	if g.snapshot {
+		frame = FrameSnapshot
+	}
+	r.m.StateEncoded(frame)
 	targets := make([]egress.ClientRef, len(g.members))
 	for i, m := range g.members {
 		targets[i] = m.ref
@@ -126,14 +131,25 @@ func (vm *VM) sendGroup(g *syncGroup) {
 			defer vm.guard("gateway Push")
 			refused = sink.Push(p)
 		}()
+		took := 0
 		for j, i := range idx {
-			if j >= len(refused) || refused[j] != "" {
+			switch {
+			case j >= len(refused):
 				ok[i] = false
+			case refused[j] != "":
+				ok[i] = false
+				r.m.StateRejected(refused[j].Reason(), 1)
+			default:
+				took++
 			}
 		}
+		r.m.StateFrames(frame, took, took*len(body))
 	}
 	for i, m := range g.members {
 		if ok[i] {
+			if m.snapshot {
+				r.m.Snapshot(m.snapCause)
+			}
 			m.base, m.snapshot = r.version, false
 		}
 	}

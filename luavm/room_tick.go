@@ -49,14 +49,18 @@ func (vm *VM) RoomTick(now time.Time) {
 	r.fields.RawSetString("tick", lua.LNumber(r.tick))
 	r.fields.RawSetString("dt", lua.LNumber(dt))
 	inputs, answers := vm.takeInputs()
-	err := vm.runTick(now, inputs)
+	r.m.Inputs(inputs.Len())
+	err, cause := vm.runTick(now, inputs)
 	if err == nil {
-		err = vm.walkVersion(r.tick)
+		if err = vm.walkVersion(r.tick); err != nil {
+			cause = "state"
+		}
 	}
 	for _, a := range answers {
 		vm.respondInput(a.in, err)
 	}
 	if err != nil {
+		r.m.TickError(cause)
 		r.failed++
 		if r.cfg.OnTickError != "continue" || r.failed >= 5*r.cfg.TickHz {
 			vm.closeRoom("error", err.Message)
@@ -65,6 +69,8 @@ func (vm *VM) RoomTick(now time.Time) {
 		r.failed = 0
 		vm.syncAll()
 	}
+	r.m.Tick(now.Sub(at), time.Since(now), int(skipped))
+	r.publish()
 	if r.cfg.IdleClose > 0 && len(r.members) == 0 && now.Sub(r.idleSince) >= r.cfg.IdleClose {
 		vm.closeRoom("idle", "")
 	}
@@ -99,11 +105,13 @@ func tickLabel(id string, tick uint64) string {
 
 // runTick runs room_tick(ctx, tick, inputs) under tick_budget: it may not
 // suspend (VM.running refuses), so it is over when start returns.
-func (vm *VM) runTick(now time.Time, inputs *lua.LTable) *codes.Error {
+// A failure's cause is shield_room_tick_errors_total's: raised, budget
+// or heap.
+func (vm *VM) runTick(now time.Time, inputs *lua.LTable) (*codes.Error, string) {
 	r := vm.room
 	fn := vm.hooks["room_tick"]
 	if fn == nil {
-		return nil
+		return nil, ""
 	}
 	var out *codes.Error
 	done := false
@@ -113,9 +121,16 @@ func (vm *VM) runTick(now time.Time, inputs *lua.LTable) *codes.Error {
 	if !done {
 		// Suspended all the same (a yield the check could not see):
 		// stop it, as a tick that ran past its budget.
+		t.cause = "budget"
 		vm.finish(t, nil, codes.New(codes.HandlerFailed, "room_tick suspended"))
 	}
-	return out
+	if out == nil {
+		return nil, ""
+	}
+	if t.cause == "" {
+		return out, "raised"
+	}
+	return out, t.cause
 }
 
 // takeInputs builds room_tick's inputs (§6) from every member's queue, in
@@ -158,17 +173,28 @@ func (vm *VM) roomIngress(t *task, in *ingress.ClientIngress, h *handler) bool {
 	c := &in.Client
 	m := r.member(c.Ref.PlayerID)
 	if m == nil || !m.live || m.leaving || m.ref.SessionID != c.Ref.SessionID || m.ref.Epoch != c.Ref.Epoch {
+		if m == nil || m.ref.SessionID != c.Ref.SessionID {
+			r.m.InputsDropped("not_member", 1)
+		} else {
+			r.m.InputsDropped("stale", 1)
+		}
 		vm.finish(t, nil, codes.New(codes.EpochExpired, "session %d is not a member of room %s at epoch %d", c.Ref.SessionID, r.id, c.Ref.Epoch))
 		return true
 	}
 	m.seq++
 	if len(m.inputs) >= r.cfg.InputQueue {
 		m.dropped++
+		r.m.InputsDropped("queue_full", 1)
 		vm.finish(t, nil, codes.New(codes.Busy, "room input queue full (room.input_queue %d)", r.cfg.InputQueue))
 		return true
 	}
 	req, err := vm.decodeRequest(in, h)
 	if err != nil {
+		if err.Code == codes.SchemaViolation {
+			r.m.InputsDropped("schema_violation", 1)
+		} else {
+			r.m.InputsDropped("decode_failed", 1)
+		}
 		vm.finish(t, nil, err)
 		return true
 	}

@@ -43,6 +43,9 @@ type task struct {
 	// functions raise instead of yielding, and its errors are told to
 	// clients in their client form (§10.2: the tick's requests, END).
 	noSuspend bool
+	// cause is why a room_tick was stopped (budget, heap), for
+	// shield_room_tick_errors_total; empty when it raised.
+	cause string
 	// span is the task's handler or method span (tracing.go); the zero
 	// Span when the VM or the message is not traced.
 	span tracing.Span
@@ -295,10 +298,12 @@ func (vm *VM) run(t *task, fn *lua.LFunction, args ...lua.LValue) {
 		vm.markCrashed("go panic inside a handler", t.label(), fmt.Sprint(panicked), string(debug.Stack()))
 		vm.finish(t, nil, vm.crashErr())
 	case reason == interruptBudget && t.noSuspend:
+		t.cause = "budget"
 		// room_tick past room.tick_budget is a tick error (docs/rooms.md
 		// §10.2): an incident, as a raise is.
 		vm.finish(t, nil, vm.classify(t, fmt.Errorf("room_tick ran past room.tick_budget")))
 	case reason == interruptHeap && t.noSuspend:
+		t.cause = "heap"
 		vm.finish(t, nil, vm.classify(t, fmt.Errorf("room_tick was stopped by lua.heap_limit_bytes")))
 	case reason == interruptBudget:
 		vm.finish(t, nil, codes.New(codes.Timeout, "%s ran out of its budget", t.label()))

@@ -46,6 +46,8 @@ type Metrics struct {
 	cluster     *Cluster // nil until EnableCluster (cluster.go)
 	kvOnce      sync.Once
 	kv          *KV // nil until EnableKV (kv.go)
+	roomOnce    sync.Once
+	rooms       *roomVecs // nil until the first Room (rooms.go)
 }
 
 // liveHeap adds go_gc_heap_live_bytes to the Go collector's metrics: the

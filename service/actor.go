@@ -42,8 +42,9 @@ type actor struct {
 	held     []any        // session messages that came while paused, for the VM that wins
 	old      []*luavm.VM  // replaced VMs finishing their runs
 
-	isRoom   bool // a room's actor (rooms.go): ticks, and it ends when the room closes
-	roomOver bool // the room closed: the loop ends after this step
+	isRoom   bool      // a room's actor (rooms.go): ticks, and it ends when the room closes
+	room     *roomInfo // a room's: its creation and what its VM publishes (rooms.go)
+	roomOver bool      // the room closed: the loop ends after this step
 }
 
 func newActor(rt *Runtime, vm *luavm.VM, mailbox int) *actor {

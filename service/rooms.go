@@ -3,6 +3,8 @@ package service
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +47,63 @@ func (rt *Runtime) roomActors() []*actor {
 	return out
 }
 
+// roomInfo is what a room's actor keeps for /admin/rooms and the gauges.
+type roomInfo struct {
+	createdAt time.Time
+	stats     luavm.RoomStats // written by the room's VM
+}
+
+// RoomStatus is one live room, as GET /admin/rooms lists it
+// (docs/rooms.md §13).
+type RoomStatus struct {
+	ID        string
+	Kind      string
+	Members   int
+	Reserved  int
+	Tick      uint64
+	CreatedAt time.Time
+}
+
+// RoomList returns this node's live rooms (of kind, when it is not
+// empty), ordered by id, at most limit.
+func (rt *Runtime) RoomList(kind string, limit int) []RoomStatus {
+	rt.rooms.mu.RLock()
+	out := make([]RoomStatus, 0, min(len(rt.rooms.byID), limit))
+	for id, a := range rt.rooms.byID {
+		if (kind == "" || a.id.Service == kind) && a.room != nil {
+			out = append(out, RoomStatus{ID: id, Kind: a.id.Service, Members: int(a.room.stats.Members.Load()),
+				Reserved: int(a.room.stats.Reserved.Load()), Tick: a.room.stats.Tick.Load(), CreatedAt: a.room.createdAt})
+		}
+	}
+	rt.rooms.mu.RUnlock()
+	slices.SortFunc(out, func(a, b RoomStatus) int { return strings.Compare(a.ID, b.ID) })
+	return out[:min(len(out), limit)]
+}
+
+// RoomKinds lists the room kinds, sorted.
+func (rt *Runtime) RoomKinds() []string {
+	kinds := make([]string, 0, len(rt.rooms.kinds))
+	for k := range rt.rooms.kinds {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// RoomGauges is shield_rooms and shield_room_members of kind: its live
+// rooms on this node and their members.
+func (rt *Runtime) RoomGauges(kind string) (rooms, members int) {
+	rt.rooms.mu.RLock()
+	defer rt.rooms.mu.RUnlock()
+	for _, a := range rt.rooms.byID {
+		if a.id.Service == kind && a.room != nil {
+			rooms++
+			members += int(a.room.stats.Members.Load())
+		}
+	}
+	return rooms, members
+}
+
 // RoomCount is the number of live rooms of a kind on this node.
 func (rt *Runtime) RoomCount(kind string) int {
 	rt.rooms.mu.RLock()
@@ -80,14 +139,21 @@ func (rt *Runtime) createRoom(c *luavm.Call) *codes.Error {
 	rt.rooms.mu.Lock()
 	if k.live >= k.cfg.MaxRooms {
 		rt.rooms.mu.Unlock()
+		if k.spec.Room != nil && k.spec.Room.Metrics != nil {
+			k.spec.Room.Metrics.Created("refused")
+		}
 		return codes.New(codes.Busy, "%d rooms of %s are live on node %s (room.max_rooms)", k.live, kind, rt.opts.Node)
 	}
+	a.room = &roomInfo{createdAt: time.Now()}
 	k.live++
 	rt.rooms.byID[id] = a
 	rt.rooms.mu.Unlock()
 	spec := k.spec
 	spec.Instance = -1 // §3.3: its log lines say instance=-1
-	spec.Room = &luavm.RoomSpec{ID: id, Config: k.cfg}
+	spec.Room = &luavm.RoomSpec{ID: id, Config: k.cfg, Stats: &a.room.stats}
+	if k.spec.Room != nil {
+		spec.Room.Metrics = k.spec.Room.Metrics
+	}
 	go a.roomLoop(spec, c)
 	return nil
 }
