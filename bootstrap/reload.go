@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/shieldrpc/shield/config"
@@ -82,7 +83,10 @@ func (s *Server) reload(ctx context.Context) error {
 		a := &cfg.Actors[i]
 		changes[i] = service.Change{Service: a.Name, Mailbox: a.Mailbox, HandlerTimeout: a.HandlerTimeout,
 			MaxPending: a.MaxPending, Schemas: schemas}
-		if reason := s.differs(a.Name, vms[i]); reason != "" {
+		if a.Room != nil {
+			changes[i].Kind = &specs[i]
+		}
+		if reason := s.differs(a.Name, vms[i], r.cfg, a); reason != "" {
 			changes[i].VMs = vms[i]
 			why[a.Name] = reason
 			continue
@@ -121,6 +125,19 @@ func (s *Server) reload(ctx context.Context) error {
 	return err
 }
 
+// sameRoom reports whether room kind a has the room block it had in old
+// (where it is a kind too: RestartNeeded refuses a block added or removed).
+func sameRoom(old *config.Config, a *config.Actor) bool {
+	for i := range old.Actors {
+		if o := &old.Actors[i]; o.Name == a.Name && o.Room != nil {
+			x, y := *o.Room, *a.Room
+			x.Line, y.Line = 0, 0
+			return reflect.DeepEqual(x, y)
+		}
+	}
+	return false
+}
+
 // closeVMs closes the VMs a reload compiled and does not use.
 func closeVMs(vms [][]*luavm.VM) {
 	for _, actor := range vms {
@@ -134,12 +151,19 @@ func closeVMs(vms [][]*luavm.VM) {
 
 // differs says why vms, an actor's VMs just compiled, must replace its
 // running ones ("" when they need not): luavm.VM.Differs of any instance.
-func (s *Server) differs(service string, vms []*luavm.VM) string {
+func (s *Server) differs(service string, vms []*luavm.VM, old *config.Config, a *config.Actor) string {
+	if a.Room != nil && !sameRoom(old, a) {
+		return "room"
+	}
 	for inst, next := range vms {
 		if next == nil {
 			continue
 		}
-		if cur := s.Runtime.VM(service, inst); cur != nil {
+		cur := s.Runtime.VM(service, inst)
+		if a.Room != nil {
+			cur = s.Runtime.KindVM(service) // a kind has no VM running: its compile of the last load
+		}
+		if cur != nil {
 			if why := cur.Differs(next); why != "" {
 				return why
 			}

@@ -24,6 +24,10 @@ type Change struct {
 	// VMs are the actor's new VMs by instance (nil at an instance hosted
 	// on another node), or nil to keep its VMs.
 	VMs []*luavm.VM
+	// Kind is a room kind's new spec and room block, from which the rooms
+	// made after the reload are made (docs/rooms.md §2.5); VMs then holds
+	// its compile of layer 3. Nil for every other actor.
+	Kind *Actor
 }
 
 // Generation is the code version a service runs: 1 at start, one more for
@@ -43,6 +47,14 @@ func (rt *Runtime) Generation(service string) int { return rt.gens[service] }
 func (rt *Runtime) Reload(ctx context.Context, changes []Change) (swapped []string, err error) {
 	var errs []error
 	for _, c := range changes {
+		if k := rt.rooms.kinds[c.Service]; k != nil {
+			if rt.reloadKind(k, c) {
+				rt.gens[c.Service]++
+				rt.metrics.VMGeneration(c.Service, rt.gens[c.Service])
+				swapped = append(swapped, c.Service)
+			}
+			continue
+		}
 		actors := rt.services[c.Service]
 		if len(actors) == 0 || (c.VMs != nil && !sameHosts(actors, c.VMs)) {
 			for _, vm := range c.VMs {

@@ -18,10 +18,53 @@ import (
 // roomKind is a service with a room block (docs/rooms.md §1): no VM of
 // its own, a spec every room's VM is made from, and the count of live rooms.
 type roomKind struct {
+	// spec, cfg and mailbox are what new rooms are made from; a reload
+	// replaces them under rooms.mu (§2.5).
 	spec    luavm.Spec
 	cfg     config.Room
 	mailbox int
-	live    int // guarded by rooms.mu
+	proto   *luavm.VM // the kind's VM of layer 3, closed: what a reload compares with
+	live    int       // guarded by rooms.mu
+}
+
+// KindVM is room kind kind's VM of the last start or reload, closed: for
+// a reload to tell what changed (luavm.VM.Differs), never to run.
+func (rt *Runtime) KindVM(kind string) *luavm.VM {
+	rt.rooms.mu.RLock()
+	defer rt.rooms.mu.RUnlock()
+	if k := rt.rooms.kinds[kind]; k != nil {
+		return k.proto
+	}
+	return nil
+}
+
+// reloadKind is a reload of a room kind (§2.5): live rooms keep their
+// code and limits; the rooms made from now on get c's. It reports whether
+// the kind's code, routes, settings or room block changed (c.VMs).
+func (rt *Runtime) reloadKind(k *roomKind, c Change) bool {
+	rt.rooms.mu.Lock()
+	defer rt.rooms.mu.Unlock()
+	k.mailbox = c.Mailbox
+	k.spec.HandlerTimeout, k.spec.MaxPending = c.HandlerTimeout, c.MaxPending
+	if c.VMs == nil {
+		return false
+	}
+	if c.Kind == nil { // not a kind's change: nothing to make rooms from
+		for _, vm := range c.VMs {
+			if vm != nil {
+				vm.Close()
+			}
+		}
+		return false
+	}
+	for _, vm := range c.VMs {
+		if vm != nil {
+			vm.Close() // layer 3 is done
+			k.proto = vm
+		}
+	}
+	k.spec, k.cfg = c.Kind.VMs[0], *c.Kind.Room
+	return true
 }
 
 // rooms are the live rooms of a runtime, by id. A room's actor is
@@ -133,27 +176,30 @@ func (rt *Runtime) createRoom(c *luavm.Call) *codes.Error {
 		return codes.New(codes.Unavailable, "node %s is stopping: it makes no rooms", rt.opts.Node)
 	}
 	id := fmt.Sprintf("%s/%016x@%s", kind, rand.Uint64(), rt.opts.Node)
-	a := &actor{rt: rt, id: egress.ActorID{Service: kind, Instance: -1, Room: id}, control: newControlQueue(),
-		business: newBusinessLane(k.mailbox), done: make(chan struct{}), isRoom: true}
-	a.out.a = a
 	rt.rooms.mu.Lock()
-	if k.live >= k.cfg.MaxRooms {
+	// The kind as it is now: a reload changes it for the rooms made after
+	// (§2.5), under this lock.
+	spec, cfg, mailbox := k.spec, k.cfg, k.mailbox
+	if k.live >= cfg.MaxRooms {
+		live := k.live
 		rt.rooms.mu.Unlock()
-		if k.spec.Room != nil && k.spec.Room.Metrics != nil {
-			k.spec.Room.Metrics.Created("refused")
+		if spec.Room != nil && spec.Room.Metrics != nil {
+			spec.Room.Metrics.Created("refused")
 		}
-		return codes.New(codes.Busy, "%d rooms of %s are live on node %s (room.max_rooms)", k.live, kind, rt.opts.Node)
+		return codes.New(codes.Busy, "%d rooms of %s are live on node %s (room.max_rooms)", live, kind, rt.opts.Node)
 	}
-	a.room = &roomInfo{createdAt: time.Now()}
+	a := &actor{rt: rt, id: egress.ActorID{Service: kind, Instance: -1, Room: id}, control: newControlQueue(),
+		business: newBusinessLane(mailbox), done: make(chan struct{}), isRoom: true, room: &roomInfo{createdAt: time.Now()}}
+	a.out.a = a
 	k.live++
 	rt.rooms.byID[id] = a
 	rt.rooms.mu.Unlock()
-	spec := k.spec
-	spec.Instance = -1 // §3.3: its log lines say instance=-1
-	spec.Room = &luavm.RoomSpec{ID: id, Config: k.cfg, Stats: &a.room.stats}
-	if k.spec.Room != nil {
-		spec.Room.Metrics = k.spec.Room.Metrics
+	var metrics luavm.RoomMetrics
+	if spec.Room != nil {
+		metrics = spec.Room.Metrics
 	}
+	spec.Instance = -1 // §3.3: its log lines say instance=-1
+	spec.Room = &luavm.RoomSpec{ID: id, Config: cfg, Stats: &a.room.stats, Metrics: metrics}
 	go a.roomLoop(spec, c)
 	return nil
 }

@@ -138,14 +138,17 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 	}
 	for i, a := range actors {
 		if a.Room != nil {
-			// Layer 3 is done: the kind's VM closes, each room loads its own.
+			// Layer 3 is done: the kind's VM closes, each room loads its
+			// own; the closed one stays for a reload to compare with.
+			var proto *luavm.VM
 			for _, vm := range vms[i] {
 				if vm != nil {
 					vm.Close()
+					proto = vm
 				}
 			}
 			if len(a.VMs) > 0 {
-				rt.rooms.kinds[a.Name] = &roomKind{spec: a.VMs[0], cfg: *a.Room, mailbox: a.Mailbox}
+				rt.rooms.kinds[a.Name] = &roomKind{spec: a.VMs[0], cfg: *a.Room, mailbox: a.Mailbox, proto: proto}
 			}
 			rt.gens[a.Name] = 1
 			opts.Metrics.VMGeneration(a.Name, 1)
