@@ -132,6 +132,7 @@ type Client struct {
 	token        string
 	err          error // why the client ended; nil while it lives
 	closing      bool  // Close was called
+	room         *Room // set up by the first Room call (room.go)
 
 	nextID atomic.Uint64
 	done   chan struct{} // closed when the client has ended for good

@@ -155,8 +155,14 @@ func (c *Client) reconnectLoop(last error) {
 		if err == nil {
 			info.Attempt = n
 			c.mu.Lock()
-			fn := c.onReconnect
+			fn, room := c.onReconnect, c.room
 			c.mu.Unlock()
+			switch {
+			case room != nil && !info.Resumed:
+				room.sessionLost() // a new session is in no room
+			case room != nil && room.In():
+				_ = room.Sync() // docs/rooms.md §8.3 step 2: once after session.resumed
+			}
 			if fn != nil {
 				fn(info)
 			}
