@@ -67,6 +67,11 @@ type Options struct {
 	// has. Off by default: a gateway older than the feature closes the
 	// connection on the Deadline frame.
 	DeclareDeadlines bool
+	// Setup, when set, runs inside Dial before the client reads its first
+	// frame: set the handlers there (OnStatus, OnPush, Room) that must see
+	// what comes first, such as a resume's session.resumed and the frames
+	// queued for the suspended session.
+	Setup func(*Client)
 }
 
 // Notice is a notice frame (SPEC §3): the gateway closes the session
@@ -172,6 +177,9 @@ func Dial(ctx context.Context, addr string, o Options) (*Client, error) {
 			l.t.close()
 			return nil, err
 		}
+	}
+	if o.Setup != nil {
+		o.Setup(c)
 	}
 	c.link = l
 	c.startLink(l)

@@ -433,3 +433,45 @@ func TestDelay(t *testing.T) {
 		t.Errorf("no jitter, defaults: %v", got)
 	}
 }
+
+// TestDialResumeSetup: a new client that resumes with Options.Resume sets
+// its handlers in Options.Setup, before the first read: it sees
+// session.resumed and the pushes queued for the suspended session, none
+// lost to a handler set after Dial returned.
+func TestDialResumeSetup(t *testing.T) {
+	srv := startGame(t, 30*time.Second)
+	gw := srv.Gateway.Addr("game").String()
+	net := wiretest.NewFlakyNet(t, gw)
+	first := dial(t, net.Addr(), client.Options{HeartbeatEvery: -1})
+	other := dial(t, gw, client.Options{HeartbeatEvery: -1})
+	enter(t, first, "alice", "plaza")
+	enter(t, other, "bob", "plaza")
+	token := first.ResumeToken()
+	theirs := collect(other)
+	net.Refusing.Store(true)
+	net.Cut()
+	suspended(t, srv, "alice")
+	for i := 1; i <= 3; i++ {
+		move(t, other, float64(i), 0)
+		theirs.next(t)
+	}
+	statuses := make(chan client.Status, 8)
+	var mine *pushes
+	dial(t, gw, client.Options{HeartbeatEvery: -1, Resume: token, Setup: func(c *client.Client) {
+		c.OnStatus(func(s client.Status) { statuses <- s })
+		mine = collect(c)
+	}})
+	select {
+	case s := <-statuses:
+		if s.Code != "session.resumed" {
+			t.Fatalf("the first status is %+v, want session.resumed", s)
+		}
+	case <-time.After(patience):
+		t.Fatal("no session.resumed")
+	}
+	for i := 1; i <= 3; i++ {
+		if p := mine.next(t); p.PlayerID != "bob" || p.X != float64(i) {
+			t.Fatalf("queued push %d = %+v", i, p)
+		}
+	}
+}
