@@ -479,661 +479,6 @@ var StreamDecoder = class {
   }
 };
 
-// src/client.ts
-var NOTICE_CODES = /* @__PURE__ */ new Set([
-  "session.kicked",
-  "session.idle_timeout",
-  "session.rate_limited",
-  "session.auth_timeout",
-  "session.target_lost",
-  "gateway.draining"
-]);
-var RESUMABLE_NOTICES = /* @__PURE__ */ new Set(["session.idle_timeout"]);
-function resolveOptions(o) {
-  const envelope = o.envelope ?? "idlen";
-  if (!ENVELOPES.includes(envelope)) throw new TypeError(`unknown envelope ${JSON.stringify(envelope)} (want ${ENVELOPES.join(", ")})`);
-  const body = o.body ?? "json";
-  if (body !== "json" && body !== "raw") throw new TypeError(`unknown body mode ${JSON.stringify(body)} (want json or raw)`);
-  const num = (v, def, name, min = 0) => {
-    const n = v ?? def;
-    if (typeof n !== "number" || Number.isNaN(n) || n < min) throw new RangeError(`${name} must be a number >= ${min}`);
-    return n;
-  };
-  let reconnect;
-  if (o.reconnect !== false) {
-    const r = typeof o.reconnect === "object" ? o.reconnect : {};
-    reconnect = {
-      baseMs: num(r.baseMs, 250, "reconnect.baseMs"),
-      maxMs: num(r.maxMs, 1e4, "reconnect.maxMs"),
-      attempts: num(r.attempts, 10, "reconnect.attempts", 1),
-      jitter: Math.min(1, num(r.jitter, 0.5, "reconnect.jitter"))
-    };
-  }
-  return {
-    envelope,
-    body,
-    maxFrameBytes: num(o.maxFrameBytes, 65536, "maxFrameBytes", envelope === "typelen" ? 12 : 8),
-    heartbeatMs: num(o.heartbeatMs, 15e3, "heartbeatMs"),
-    callTimeoutMs: num(o.callTimeoutMs, 3e4, "callTimeoutMs"),
-    declareDeadlines: o.declareDeadlines ?? false,
-    connectTimeoutMs: num(o.connectTimeoutMs, 1e4, "connectTimeoutMs", 1),
-    reconnect,
-    onError: o.onError
-  };
-}
-function backoffDelay(attempt, r, random = Math.random) {
-  const exp = Math.min(r.maxMs, r.baseMs * 2 ** Math.min(attempt - 1, 52));
-  return exp * (1 - r.jitter * random());
-}
-function outBody(body) {
-  if (body === void 0) return void 0;
-  if (body instanceof Uint8Array) return body;
-  if (body instanceof ArrayBuffer) return new Uint8Array(body);
-  return { json: body };
-}
-function appBody(body, raw) {
-  if (body === void 0) return raw ? new Uint8Array(0) : void 0;
-  if ("json" in body) return raw ? utf8(JSON.stringify(body.json)) : body.json;
-  if (raw) return body.bytes;
-  const text = fromUtf8(body.bytes) ?? new TextDecoder().decode(body.bytes);
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-function statusOf(f) {
-  const bad = (what) => {
-    throw new ProtocolError("bad_system_frame", `${f.code} status without a valid ${what}`);
-  };
-  switch (f.code) {
-    case "session.resume_token":
-    case "session.resumed": {
-      const token = f.fields["token"];
-      if (typeof token !== "string" || token === "") bad("token");
-      return { code: f.code, token };
-    }
-    case "session.resume_failed": {
-      const message = f.fields["message"] ?? "";
-      if (typeof message !== "string") bad("message");
-      return { code: f.code, message };
-    }
-    case "gateway.drain_started": {
-      const grace = f.fields["grace_ms"];
-      if (typeof grace !== "number" || !(grace >= 0)) bad("grace_ms");
-      const retry = f.fields["retry_after_ms"];
-      if (retry === void 0 || retry === null) return { code: f.code, grace_ms: grace };
-      if (typeof retry !== "number" || !(retry >= 0)) bad("retry_after_ms");
-      return { code: f.code, grace_ms: grace, retry_after_ms: retry };
-    }
-    default:
-      return void 0;
-  }
-}
-function reportLater(e) {
-  const report = globalThis.reportError;
-  if (typeof report === "function") report(e);
-  else
-    queueMicrotask(() => {
-      throw e;
-    });
-}
-var Client = class _Client {
-  #o;
-  #dial;
-  #state = "connecting";
-  #link;
-  #dialing;
-  #pending = /* @__PURE__ */ new Map();
-  #nextId = 0;
-  #token;
-  #attempt = 0;
-  #retryTimer;
-  #resumeTimer;
-  #heartbeatTimer;
-  #pushes = /* @__PURE__ */ new Map();
-  #anyPush = /* @__PURE__ */ new Set();
-  #notices = /* @__PURE__ */ new Set();
-  #statuses = /* @__PURE__ */ new Set();
-  #reconnects = /* @__PURE__ */ new Set();
-  #disconnects = /* @__PURE__ */ new Set();
-  #closes = /* @__PURE__ */ new Set();
-  /** Resolves once the client is closed for good: undefined when the app closed it, else why. Never rejects. */
-  closed;
-  #resolveClosed;
-  /** Use connect() or createClient(). */
-  constructor(dial, options) {
-    this.#o = resolveOptions(options);
-    this.#dial = dial;
-    this.closed = new Promise((resolve) => this.#resolveClosed = resolve);
-  }
-  /** Opens a client over dial; resolves once the first connection is open. */
-  static async open(dial, options = {}) {
-    const c = new _Client(dial, options);
-    const signal = options.signal;
-    if (signal?.aborted) throw new AbortError("connect aborted", { cause: signal.reason });
-    const onAbort = () => c.#dialing?.abort(new AbortError("connect aborted", { cause: signal?.reason }));
-    signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      const link = await c.#openLink();
-      if (c.#state === "closed") throw await c.closed ?? new ClosedError("the client was closed while connecting");
-      c.#state = "open";
-      c.#startHeartbeat(link);
-    } catch (e) {
-      c.#finish(e instanceof Error ? e : new Error(String(e)));
-      throw e;
-    } finally {
-      signal?.removeEventListener("abort", onAbort);
-    }
-    return c;
-  }
-  /** The envelope this client speaks. */
-  get envelope() {
-    return this.#o.envelope;
-  }
-  get state() {
-    return this.#state;
-  }
-  /** The latest resume token (`session.resume_token`, `session.resumed`), if the session has one. */
-  get resumeToken() {
-    return this.#token;
-  }
-  /** Calls pending an answer. */
-  get pendingCalls() {
-    return this.#pending.size;
-  }
-  /**
-   * Sends a request on route (a route_id; on lenprefix and delimiter also a
-   * route name) and resolves with the response's body. body is sent as it
-   * is when it is a Uint8Array (protobuf, raw), else as JSON; undefined
-   * sends an empty body. Rejects with ShieldError for an error frame,
-   * TimeoutError, AbortError, or ClosedError when the client is not open or
-   * the connection ends first. A call is never sent twice: one pending when
-   * the connection dropped is rejected, and the app decides whether to retry.
-   */
-  call(route, body, options = {}) {
-    return new Promise((resolve, reject) => {
-      const signal = options.signal;
-      if (signal?.aborted) {
-        reject(new AbortError("call aborted", { cause: signal.reason }));
-        return;
-      }
-      const link = this.#link;
-      if (this.#state !== "open" || link === void 0 || link.conn === void 0 || link.dead) {
-        reject(this.#notOpen());
-        return;
-      }
-      const id = this.#newId();
-      const timeout = options.timeout ?? this.#o.callTimeoutMs;
-      let wire;
-      try {
-        wire = this.#encodeRequest(route, id, outBody(body), this.#o.declareDeadlines && timeout > 0 ? Math.ceil(timeout) : void 0);
-      } catch (e) {
-        reject(e);
-        return;
-      }
-      const p = { resolve, reject, raw: options.raw ?? this.#o.body === "raw", route };
-      if (timeout > 0) {
-        p.timer = setTimeout(() => {
-          if (this.#settle(id) === p) reject(new TimeoutError(`no answer on route ${route} within ${timeout} ms`));
-        }, timeout);
-      }
-      if (signal) {
-        p.signal = signal;
-        p.onAbort = () => {
-          if (this.#settle(id) === p) reject(new AbortError("call aborted", { cause: signal.reason }));
-        };
-        signal.addEventListener("abort", p.onAbort, { once: true });
-      }
-      this.#pending.set(id, p);
-      for (const w of wire) link.conn.send(w);
-    });
-  }
-  /**
-   * Sends a notify (no answer ever comes). Returns false when the client is
-   * not open (the notify is dropped), true once it is written.
-   */
-  notify(route, body) {
-    const link = this.#link;
-    const wire = this.#encode({ kind: "notify", route, body: outBody(body) });
-    if (this.#state !== "open" || link?.conn === void 0 || link.dead) return false;
-    link.conn.send(wire);
-    return true;
-  }
-  /** Sends one heartbeat now (they are also sent every heartbeatMs). false when not open. */
-  heartbeat() {
-    const link = this.#link;
-    if (this.#state !== "open" || link?.conn === void 0 || link.dead) return false;
-    link.conn.send(this.#encode({ kind: "heartbeat" }));
-    return true;
-  }
-  /**
-   * Handles pushes on route (a route_id, or on the legacy envelopes a route
-   * name). Returns a function that removes the handler.
-   */
-  onPush(route, handler) {
-    let set = this.#pushes.get(route);
-    if (!set) this.#pushes.set(route, set = /* @__PURE__ */ new Set());
-    set.add(handler);
-    return () => {
-      set.delete(handler);
-      if (set.size === 0 && this.#pushes.get(route) === set) this.#pushes.delete(route);
-    };
-  }
-  /** Handles pushes on routes that have no handler of their own. */
-  onAnyPush(handler) {
-    return add(this.#anyPush, handler);
-  }
-  /** Notices (session.kicked, gateway.draining, ...): the gateway closes the session right after. */
-  onNotice(handler) {
-    return add(this.#notices, handler);
-  }
-  /** Status frames the client knows (session.resume_token, session.resumed, session.resume_failed, gateway.drain_started). */
-  onStatus(handler) {
-    return add(this.#statuses, handler);
-  }
-  /** A reconnect succeeded; `resumed` says whether the session survived or the app must log in again. */
-  onReconnect(handler) {
-    return add(this.#reconnects, handler);
-  }
-  /** The open connection ended; pending calls have been rejected. */
-  onDisconnect(handler) {
-    return add(this.#disconnects, handler);
-  }
-  /**
-   * The client closed for good: undefined when the app closed it, else the
-   * error (a ProtocolError for a malformed frame, a ClosedError with the
-   * notice that ended the session, or with the cause of the last failed
-   * reconnect).
-   */
-  onClose(handler) {
-    return add(this.#closes, handler);
-  }
-  /** Closes the client: no reconnect; pending calls reject with ClosedError. Resolves once the connection is closed. */
-  async close() {
-    const link = this.#link;
-    this.#finish(void 0);
-    if (link?.conn !== void 0) await link.ended;
-  }
-  // -------------------------------------------------------------------------
-  #notOpen() {
-    return new ClosedError(this.#state === "closed" ? "the client is closed" : `the client is not connected (${this.#state})`);
-  }
-  #newId() {
-    const max = maxRequestId(this.#o.envelope);
-    do {
-      this.#nextId = this.#nextId >= max ? 1 : this.#nextId + 1;
-    } while (this.#pending.has(this.#nextId));
-    return this.#nextId;
-  }
-  /** Encodes a frame for the current link's kind of transport, refusing one above maxFrameBytes. */
-  /**
-   * A request's wire messages: with deadlineMs, on a legacy envelope the
-   * request carries it; on a header envelope a deadline frame goes first
-   * (one stream write on TCP, two messages on a WebSocket).
-   */
-  #encodeRequest(route, id, body, deadlineMs) {
-    if (deadlineMs === void 0) return [this.#encode({ kind: "request", route, requestId: id, body })];
-    if (isLegacy(this.#o.envelope)) return [this.#encode({ kind: "request", route, requestId: id, body, deadlineMs })];
-    const d = this.#encode({ kind: "deadline", requestId: id, deadlineMs });
-    const r = this.#encode({ kind: "request", route, requestId: id, body });
-    if (d instanceof Uint8Array && r instanceof Uint8Array && this.#link?.conn?.stream) {
-      const both = new Uint8Array(d.length + r.length);
-      both.set(d);
-      both.set(r, d.length);
-      return [both];
-    }
-    return [d, r];
-  }
-  #encode(f) {
-    const stream = this.#link?.conn?.stream ?? false;
-    const msg = encodeMessage(this.#o.envelope, f);
-    const size = typeof msg === "string" ? utf8(msg).length : msg.length;
-    if (size > this.#o.maxFrameBytes) {
-      throw new RangeError(`frame of ${size} bytes above maxFrameBytes ${this.#o.maxFrameBytes}`);
-    }
-    return stream ? frameMessage(msg) : msg;
-  }
-  /** Removes a pending call and its timer and listener; returns it. */
-  #settle(id) {
-    const p = this.#pending.get(id);
-    if (p === void 0) return void 0;
-    this.#pending.delete(id);
-    if (p.timer !== void 0) clearTimeout(p.timer);
-    if (p.signal && p.onAbort) p.signal.removeEventListener("abort", p.onAbort);
-    return p;
-  }
-  #rejectPending(err) {
-    for (const id of [...this.#pending.keys()]) this.#settle(id)?.reject(err);
-  }
-  #emit(handlers, ...args) {
-    for (const h of [...handlers]) {
-      try {
-        h(...args);
-      } catch (e) {
-        if (this.#o.onError) {
-          try {
-            this.#o.onError(e);
-          } catch (e2) {
-            reportLater(e2);
-          }
-        } else reportLater(e);
-      }
-    }
-  }
-  /** Dials one connection, within connectTimeoutMs; the link is current from the start. */
-  async #openLink() {
-    let markEnded;
-    const ended = new Promise((r) => markEnded = r);
-    const link = { early: [], dead: false, rx: 0, sessionOver: false, ended, markEnded };
-    this.#link = link;
-    const ac = new AbortController();
-    this.#dialing = ac;
-    const ms = this.#o.connectTimeoutMs;
-    const timer = setTimeout(() => ac.abort(new TimeoutError(`connect took longer than ${ms} ms`)), ms);
-    const events = {
-      data: (d) => this.#onData(link, d),
-      close: (e) => this.#onEnd(link, e)
-    };
-    let conn;
-    try {
-      conn = await this.#dial(events, ac.signal);
-    } catch (e) {
-      link.dead = true;
-      markEnded();
-      throw ac.signal.aborted && ac.signal.reason instanceof Error ? ac.signal.reason : e;
-    } finally {
-      clearTimeout(timer);
-      if (this.#dialing === ac) this.#dialing = void 0;
-    }
-    if (link.dead || this.#state === "closed") {
-      conn.close();
-      link.dead = true;
-      throw new ClosedError("the client was closed while connecting");
-    }
-    link.conn = conn;
-    if (conn.stream) link.decoder = new StreamDecoder(this.#o.envelope, this.#o.maxFrameBytes);
-    for (const d of link.early.splice(0)) this.#onData(link, d);
-    if (link.earlyEnd) this.#onEnd(link, link.earlyEnd.error);
-    return link;
-  }
-  #onData(link, data) {
-    if (link !== this.#link || link.dead) return;
-    if (link.conn === void 0) {
-      link.early.push(data);
-      return;
-    }
-    try {
-      let frames;
-      if (link.decoder) frames = link.decoder.push(typeof data === "string" ? utf8(data) : data);
-      else frames = [decodeMessage(this.#o.envelope, data, this.#o.maxFrameBytes)];
-      for (const f of frames) {
-        if (link !== this.#link || link.dead) return;
-        link.rx++;
-        this.#onFrame(link, f);
-      }
-    } catch (e) {
-      link.dead = true;
-      this.#stopHeartbeat();
-      link.conn.close();
-      this.#finish(e instanceof Error ? e : new Error(String(e)));
-    }
-  }
-  #onFrame(link, f) {
-    switch (f.kind) {
-      case "heartbeat":
-        return;
-      case "response":
-      case "error": {
-        const p = this.#settle(f.requestId);
-        if (p === void 0) return;
-        const routeId = f.kind === "error" && f.routeId === 0 && typeof p.route === "number" ? p.route : f.routeId;
-        if (f.kind === "error") p.reject(new ShieldError(f.code, f.message, routeId, f.retryAfterMs > 0 ? f.retryAfterMs : void 0));
-        else p.resolve(appBody(f.body, p.raw));
-        return;
-      }
-      case "push": {
-        const info = f.route === void 0 ? { routeId: f.routeId } : { routeId: f.routeId, route: f.route };
-        const handlers = [...this.#pushes.get(f.routeId) ?? []];
-        if (f.route !== void 0) handlers.push(...this.#pushes.get(f.route) ?? []);
-        const body = appBody(f.body, this.#o.body === "raw");
-        this.#emit(handlers.length > 0 ? handlers : this.#anyPush, body, info);
-        return;
-      }
-      case "notice":
-        this.#onNotice(link, f);
-        return;
-    }
-  }
-  #onNotice(link, f) {
-    if (NOTICE_CODES.has(f.code)) {
-      const retry = f.fields["retry_after_ms"];
-      link.notice = typeof retry === "number" && retry > 0 ? { code: f.code, message: f.message, retry_after_ms: retry } : { code: f.code, message: f.message };
-      link.sessionOver = !(RESUMABLE_NOTICES.has(f.code) && this.#token !== void 0);
-      this.#emit(this.#notices, f.code, f.message);
-      return;
-    }
-    const st = statusOf(f);
-    if (st === void 0) return;
-    if (st.code === "session.resume_token" || st.code === "session.resumed") this.#token = st.token;
-    else if (st.code === "session.resume_failed") this.#token = void 0;
-    this.#emit(this.#statuses, st);
-    if (this.#state === "resuming" && link === this.#link && !link.dead) {
-      if (st.code === "session.resumed") this.#reconnected(link, { resumed: true, attempt: this.#attempt });
-      else if (st.code === "session.resume_failed") this.#reconnected(link, { resumed: false, attempt: this.#attempt, message: st.message });
-    }
-  }
-  /** The transport reports the end of a link. */
-  #onEnd(link, error) {
-    if (link.conn === void 0) {
-      link.earlyEnd ??= { error };
-      return;
-    }
-    link.markEnded();
-    if (link !== this.#link || link.dead) return;
-    link.dead = true;
-    this.#stopHeartbeat();
-    if (error === void 0) error = link.decoder?.end();
-    if (error instanceof ProtocolError && error.reason !== "truncated") {
-      this.#finish(error);
-      return;
-    }
-    const message = link.notice ? `the gateway closed the session (${link.notice.code}: ${link.notice.message})` : "the connection closed";
-    const closed = new ClosedError(message, link.notice ? { cause: error, notice: link.notice } : { cause: error });
-    this.#lost(link, closed);
-  }
-  /** A link is gone: reject its calls, then reconnect or close. */
-  #lost(link, closed) {
-    const wasOpen = this.#state === "open";
-    this.#rejectPending(closed);
-    if (this.#resumeTimer !== void 0) clearTimeout(this.#resumeTimer);
-    this.#resumeTimer = void 0;
-    const reconnecting = this.#o.reconnect !== void 0 && !link.sessionOver && this.#state !== "connecting";
-    if (wasOpen) this.#emit(this.#disconnects, { error: closed, reconnecting });
-    if (this.#state === "closed") return;
-    if (!reconnecting) {
-      this.#finish(closed);
-      return;
-    }
-    this.#scheduleReconnect(closed);
-  }
-  /** Ends a link that is still open as if it had dropped (a dead heartbeat, a resume unanswered). */
-  #drop(link, error) {
-    if (link !== this.#link || link.dead || link.conn === void 0) return;
-    link.dead = true;
-    this.#stopHeartbeat();
-    link.conn.close();
-    this.#lost(link, new ClosedError(error.message, { cause: error }));
-  }
-  #scheduleReconnect(lastError) {
-    const r = this.#o.reconnect;
-    this.#state = "reconnecting";
-    this.#attempt++;
-    if (this.#attempt > r.attempts) {
-      this.#finish(new ClosedError(`gave up reconnecting after ${r.attempts} attempts`, { cause: lastError }));
-      return;
-    }
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = void 0;
-      void this.#tryReconnect();
-    }, backoffDelay(this.#attempt, r));
-  }
-  async #tryReconnect() {
-    let link;
-    try {
-      link = await this.#openLink();
-    } catch (e) {
-      if (this.#state !== "closed") this.#scheduleReconnect(e instanceof Error ? e : new Error(String(e)));
-      return;
-    }
-    if (link.dead || link !== this.#link || this.#state === "closed") return;
-    const token = this.#token;
-    if (token === void 0) {
-      this.#reconnected(link, { resumed: false, attempt: this.#attempt });
-      return;
-    }
-    this.#state = "resuming";
-    link.conn.send(this.#encode({ kind: "heartbeat", resume: token }));
-    const ms = this.#o.connectTimeoutMs;
-    this.#resumeTimer = setTimeout(() => {
-      this.#resumeTimer = void 0;
-      this.#drop(link, new TimeoutError(`no answer to the resume within ${ms} ms`));
-    }, ms);
-  }
-  #reconnected(link, info) {
-    if (this.#resumeTimer !== void 0) clearTimeout(this.#resumeTimer);
-    this.#resumeTimer = void 0;
-    this.#state = "open";
-    this.#attempt = 0;
-    this.#startHeartbeat(link);
-    this.#emit(this.#reconnects, info);
-  }
-  #startHeartbeat(link) {
-    this.#stopHeartbeat();
-    const every = this.#o.heartbeatMs;
-    if (every <= 0) return;
-    let beatAt = -1;
-    this.#heartbeatTimer = setInterval(() => {
-      if (link !== this.#link || link.dead || link.conn === void 0) return;
-      if (beatAt === link.rx) {
-        this.#drop(link, new TimeoutError(`no frame from the gateway for ${every} ms after a heartbeat`));
-        return;
-      }
-      beatAt = link.rx;
-      link.conn.send(this.#encode({ kind: "heartbeat" }));
-    }, every);
-  }
-  #stopHeartbeat() {
-    if (this.#heartbeatTimer !== void 0) clearInterval(this.#heartbeatTimer);
-    this.#heartbeatTimer = void 0;
-  }
-  /** Closes for good, once: timers, the link, pending calls, then the close handlers. */
-  #finish(error) {
-    if (this.#state === "closed") return;
-    this.#state = "closed";
-    this.#stopHeartbeat();
-    if (this.#retryTimer !== void 0) clearTimeout(this.#retryTimer);
-    if (this.#resumeTimer !== void 0) clearTimeout(this.#resumeTimer);
-    this.#retryTimer = this.#resumeTimer = void 0;
-    this.#dialing?.abort(new ClosedError("the client was closed while connecting"));
-    const link = this.#link;
-    if (link !== void 0 && !link.dead) {
-      link.dead = true;
-      link.conn?.close();
-    }
-    const notice = error instanceof ClosedError ? error.notice : void 0;
-    this.#rejectPending(
-      error === void 0 ? new ClosedError("the client was closed") : error instanceof ClosedError ? error : new ClosedError(`the connection failed: ${error.message}`, notice ? { cause: error, notice } : { cause: error })
-    );
-    this.#emit(this.#closes, error);
-    this.#resolveClosed(error);
-  }
-};
-function add(set, handler) {
-  set.add(handler);
-  return () => {
-    set.delete(handler);
-  };
-}
-function createClient(dial, options = {}) {
-  return Client.open(dial, options);
-}
-
-// src/websocket.ts
-var CLOSE_WAIT_MS = 2e3;
-function webSocketDialer(url, ctor) {
-  const WS = ctor ?? globalThis.WebSocket;
-  if (typeof WS !== "function") {
-    throw new TypeError('no WebSocket on this platform: in Node, import { connect } from "@shieldrpc/client/node"');
-  }
-  return (events, signal) => new Promise((resolve, reject) => {
-    let opened = false;
-    let ended = false;
-    let closeTimer;
-    let ws;
-    try {
-      ws = new WS(url);
-    } catch (e) {
-      reject(e);
-      return;
-    }
-    ws.binaryType = "arraybuffer";
-    const end = (error) => {
-      if (ended) return;
-      ended = true;
-      if (closeTimer !== void 0) clearTimeout(closeTimer);
-      ws.onopen = ws.onmessage = ws.onerror = ws.onclose = null;
-      if (opened) events.close(error);
-      else reject(error ?? new ClosedError("the WebSocket closed before it opened"));
-    };
-    const onAbort = () => {
-      if (opened) return;
-      try {
-        ws.close();
-      } catch {
-      }
-      end(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
-    };
-    if (signal.aborted) {
-      onAbort();
-      return;
-    }
-    signal.addEventListener("abort", onAbort, { once: true });
-    let closing = false;
-    const conn = {
-      stream: false,
-      send(data) {
-        if (ended || closing) return;
-        ws.send(data);
-      },
-      close() {
-        if (ended || closing) return;
-        closing = true;
-        ws.close(1e3);
-        closeTimer = setTimeout(() => end(void 0), CLOSE_WAIT_MS);
-      }
-    };
-    ws.onopen = () => {
-      opened = true;
-      signal.removeEventListener("abort", onAbort);
-      resolve(conn);
-    };
-    ws.onmessage = (ev) => {
-      if (ended) return;
-      const d = ev.data;
-      if (typeof d === "string") events.data(d);
-      else if (d instanceof ArrayBuffer) events.data(new Uint8Array(d));
-      else if (ArrayBuffer.isView(d)) events.data(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-    };
-    ws.onerror = () => {
-      if (!opened) end(new Error(`WebSocket to ${url} failed`));
-    };
-    ws.onclose = (ev) => {
-      end(closing ? void 0 : new ClosedError(`WebSocket closed by the peer (code ${ev.code}${ev.reason ? `: ${ev.reason}` : ""})`));
-    };
-  });
-}
-
 // src/room.ts
 var ROOM_ROUTES = {
   /** s2c push: a state frame (binary; base64 in a JSON string on lenprefix and delimiter). */
@@ -1600,6 +945,921 @@ function stateFromBase64(s) {
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
 }
+var STATE_ROUTE_NAME = "shield.room.state";
+var newRoom;
+var Room = class _Room {
+  #client;
+  #callTimeoutMs;
+  #onError;
+  #rs;
+  #end;
+  /** ENDs taken (a leave waits for one more, whether it comes before or after the leave's answer). */
+  #ends = 0;
+  /** When the last shield.room.sync went out (Date.now()). */
+  #lastSync = -Infinity;
+  #waiters = /* @__PURE__ */ new Set();
+  #changes = /* @__PURE__ */ new Set();
+  #patches = /* @__PURE__ */ new Set();
+  #endHandlers = /* @__PURE__ */ new Set();
+  #gaps = /* @__PURE__ */ new Set();
+  #updates = /* @__PURE__ */ new Set();
+  static {
+    newRoom = (client, callTimeoutMs, onError) => {
+      const r = new _Room(client, callTimeoutMs, onError);
+      return { room: r, receive: (body) => r.#receive(body), reconnected: (resumed) => r.#reconnected(resumed) };
+    };
+  }
+  constructor(client, callTimeoutMs, onError) {
+    this.#client = client;
+    this.#callTimeoutMs = callTimeoutMs;
+    this.#onError = onError;
+    this.#fresh();
+    client.onClose((error) => {
+      const err = error instanceof ClosedError ? error : new ClosedError("the client was closed", error === void 0 ? void 0 : { cause: error });
+      for (const w of [...this.#waiters]) w.reject(err);
+    });
+  }
+  /** The state; undefined before the first SNAPSHOT and after END. Read it; do not change it. */
+  get state() {
+    return this.#rs.state;
+  }
+  /** The state's version; undefined without a state. */
+  get version() {
+    return this.#rs.version;
+  }
+  /** The room's id (its last SNAPSHOT's); '' when in no room. */
+  get roomId() {
+    return this.#rs.roomId;
+  }
+  /** The room's tick rate, as its last SNAPSHOT said; 0 when in no room. */
+  get tickHz() {
+    return this.#rs.tickHz;
+  }
+  /** Whether the session is in a room: a SNAPSHOT applied, no END since. */
+  get inRoom() {
+    return this.#rs.state !== void 0;
+  }
+  /**
+   * The last END's reason and message (docs/rooms.md §5.2: `left`,
+   * `removed`, `timeout`, `room_closed`, `closed`, ...); undefined while in a
+   * room and before any END.
+   */
+  get end() {
+    return this.inRoom ? void 0 : this.#end;
+  }
+  /** One event per op of each applied version, in order (RoomState.onChange). */
+  onChange(handler) {
+    return subscribe(this.#changes, handler);
+  }
+  /** One event per applied version, after its changes (RoomState.onPatch). */
+  onPatch(handler) {
+    return subscribe(this.#patches, handler);
+  }
+  /** The membership ended: an END, or reason `closed` when a reconnect made a new session. */
+  onEnd(handler) {
+    return subscribe(this.#endHandlers, handler);
+  }
+  /** A body called for a sync (RoomState.onGap); the Room sends it itself, at most once a second. */
+  onGap(handler) {
+    return subscribe(this.#gaps, handler);
+  }
+  /** What each state push did (applied, partial, gap, end), after the state and the other events. */
+  onUpdate(handler) {
+    return subscribe(this.#updates, handler);
+  }
+  /**
+   * Sends `shield.room.join` for room (with meta, when given), then waits for
+   * the room's SNAPSHOT: once it resolves the state is there and inputs may
+   * go out (§8.3 step 4). The room's refusal rejects with its ShieldError
+   * (`client_rpc.join_refused`, `room_full`, `in_room`, the room's own
+   * code); also TimeoutError, AbortError, and ClosedError when the
+   * connection ends before the answer or a reconnect makes a new session.
+   */
+  async join(room, meta, options = {}) {
+    if (typeof room !== "string" || room === "") throw new TypeError("join: room must be a non-empty string");
+    const body = { room };
+    if (options.token !== void 0) body["token"] = options.token;
+    if (meta !== void 0) body["meta"] = meta;
+    const t0 = Date.now();
+    const timeout = options.timeout ?? this.#callTimeoutMs;
+    const answer = jsonOf(await this.#client.call(ROOM_ROUTES.join, body, callOptions(timeout, options.signal)));
+    const joined = typeof answer === "object" && answer !== null ? answer.room : void 0;
+    if (joined !== room) throw new Error(`the join answered room ${JSON.stringify(joined)}, want ${JSON.stringify(room)}`);
+    await this.#wait(() => this.inRoom && this.#rs.roomId === room, remaining(t0, timeout), options.signal, true, `the SNAPSHOT of ${room}`);
+  }
+  /**
+   * Sends `shield.room.leave` and waits for END: once it resolves the session
+   * is home again and its next call reaches home (§5.2). Outside a room it
+   * rejects with `client_rpc.not_member`.
+   */
+  async leave(options = {}) {
+    const before = this.#ends;
+    const t0 = Date.now();
+    const timeout = options.timeout ?? this.#callTimeoutMs;
+    await this.#client.call(ROOM_ROUTES.leave, void 0, callOptions(timeout, options.signal));
+    await this.#wait(() => this.#ends > before, remaining(t0, timeout), options.signal, false, "the END after the leave");
+  }
+  /**
+   * Sends `shield.room.sync` with the version held: the next tick sends the
+   * changes since, or a SNAPSHOT (§7.5). false when the client is not open.
+   */
+  sync() {
+    this.#lastSync = Date.now();
+    return this.#client.notify(ROOM_ROUTES.sync, this.#rs.syncBody());
+  }
+  // -------------------------------------------------------------------------
+  /** A new RoomState, its events forwarded to the Room's handlers. */
+  #fresh() {
+    const rs = new RoomState({ onError: (e) => this.#report(e) });
+    rs.onChange((c) => this.#emit(this.#changes, c));
+    rs.onPatch((p) => this.#emit(this.#patches, p));
+    rs.onEnd((e) => {
+      this.#end = e;
+      this.#ends++;
+      this.#emit(this.#endHandlers, e);
+    });
+    rs.onGap((g) => this.#emit(this.#gaps, g));
+    this.#rs = rs;
+  }
+  #receive(body) {
+    let b = new Uint8Array(0);
+    if (body !== void 0) {
+      if ("bytes" in body) b = body.bytes;
+      else if (typeof body.json === "string") b = body.json;
+    }
+    const u = this.#rs.receive(b);
+    if (u.sync && Date.now() - this.#lastSync >= 1e3) this.sync();
+    this.#emit(this.#updates, u);
+    this.#settle();
+  }
+  #reconnected(resumed) {
+    if (resumed) {
+      if (this.inRoom) this.sync();
+      return;
+    }
+    for (const w of [...this.#waiters]) {
+      if (w.failOnNewSession) w.reject(new ClosedError("a reconnect made a new session, which is in no room"));
+    }
+    if (!this.inRoom) return;
+    this.#fresh();
+    const end = { reason: "closed", message: "" };
+    this.#end = end;
+    this.#ends++;
+    this.#emit(this.#endHandlers, end);
+    this.#emit(this.#updates, { status: "end", version: void 0, sync: false, ops: [], end });
+    this.#settle();
+  }
+  /** Settles the waiters whose condition now holds. */
+  #settle() {
+    for (const w of [...this.#waiters]) if (w.done()) w.resolve();
+  }
+  /** Resolves once done() holds, checked now and after every update; rejects past ms (0: never), on abort, on close. */
+  #wait(done, ms, signal, failOnNewSession, what) {
+    if (done()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      let timer;
+      const onAbort = () => w.reject(new AbortError("aborted", { cause: signal?.reason }));
+      const finish = () => {
+        this.#waiters.delete(w);
+        if (timer !== void 0) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+      };
+      const w = {
+        done,
+        failOnNewSession,
+        resolve: () => {
+          finish();
+          resolve();
+        },
+        reject: (e) => {
+          finish();
+          reject(e);
+        }
+      };
+      if (signal?.aborted) {
+        reject(new AbortError("aborted", { cause: signal.reason }));
+        return;
+      }
+      this.#waiters.add(w);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (ms > 0) timer = setTimeout(() => w.reject(new TimeoutError(`no ${what} within the timeout`)), ms);
+      else if (ms < 0) w.reject(new TimeoutError(`no ${what} within the timeout`));
+    });
+  }
+  #emit(handlers, arg) {
+    for (const h of [...handlers]) {
+      try {
+        h(arg);
+      } catch (e) {
+        this.#report(e);
+      }
+    }
+  }
+  #report(e) {
+    if (this.#onError) {
+      try {
+        this.#onError(e);
+      } catch (e2) {
+        reportHandlerError(e2);
+      }
+    } else reportHandlerError(e);
+  }
+};
+function isRoomStatePush(routeId, route) {
+  return routeId === ROOM_ROUTES.state || route === STATE_ROUTE_NAME;
+}
+function attachRoom(client, callTimeoutMs, onError) {
+  return newRoom(client, callTimeoutMs, onError);
+}
+function remaining(t0, timeout) {
+  if (timeout <= 0) return 0;
+  const left = timeout - (Date.now() - t0);
+  return left > 0 ? left : -1;
+}
+function callOptions(timeout, signal) {
+  return signal === void 0 ? { timeout, raw: true } : { timeout, raw: true, signal };
+}
+function jsonOf(raw) {
+  if (!(raw instanceof Uint8Array) || raw.length === 0) return void 0;
+  try {
+    return JSON.parse(new TextDecoder().decode(raw));
+  } catch {
+    return void 0;
+  }
+}
+
+// src/client.ts
+var NOTICE_CODES = /* @__PURE__ */ new Set([
+  "session.kicked",
+  "session.idle_timeout",
+  "session.rate_limited",
+  "session.auth_timeout",
+  "session.target_lost",
+  "gateway.draining"
+]);
+var RESUMABLE_NOTICES = /* @__PURE__ */ new Set(["session.idle_timeout"]);
+function resolveOptions(o) {
+  const envelope = o.envelope ?? "idlen";
+  if (!ENVELOPES.includes(envelope)) throw new TypeError(`unknown envelope ${JSON.stringify(envelope)} (want ${ENVELOPES.join(", ")})`);
+  const body = o.body ?? "json";
+  if (body !== "json" && body !== "raw") throw new TypeError(`unknown body mode ${JSON.stringify(body)} (want json or raw)`);
+  const num = (v, def, name, min = 0) => {
+    const n = v ?? def;
+    if (typeof n !== "number" || Number.isNaN(n) || n < min) throw new RangeError(`${name} must be a number >= ${min}`);
+    return n;
+  };
+  let reconnect;
+  if (o.reconnect !== false) {
+    const r = typeof o.reconnect === "object" ? o.reconnect : {};
+    reconnect = {
+      baseMs: num(r.baseMs, 250, "reconnect.baseMs"),
+      maxMs: num(r.maxMs, 1e4, "reconnect.maxMs"),
+      attempts: num(r.attempts, 10, "reconnect.attempts", 1),
+      jitter: Math.min(1, num(r.jitter, 0.5, "reconnect.jitter"))
+    };
+  }
+  return {
+    envelope,
+    body,
+    maxFrameBytes: num(o.maxFrameBytes, 65536, "maxFrameBytes", envelope === "typelen" ? 12 : 8),
+    heartbeatMs: num(o.heartbeatMs, 15e3, "heartbeatMs"),
+    callTimeoutMs: num(o.callTimeoutMs, 3e4, "callTimeoutMs"),
+    declareDeadlines: o.declareDeadlines ?? false,
+    connectTimeoutMs: num(o.connectTimeoutMs, 1e4, "connectTimeoutMs", 1),
+    reconnect,
+    onError: o.onError
+  };
+}
+function backoffDelay(attempt, r, random = Math.random) {
+  const exp = Math.min(r.maxMs, r.baseMs * 2 ** Math.min(attempt - 1, 52));
+  return exp * (1 - r.jitter * random());
+}
+function outBody(body) {
+  if (body === void 0) return void 0;
+  if (body instanceof Uint8Array) return body;
+  if (body instanceof ArrayBuffer) return new Uint8Array(body);
+  return { json: body };
+}
+function appBody(body, raw) {
+  if (body === void 0) return raw ? new Uint8Array(0) : void 0;
+  if ("json" in body) return raw ? utf8(JSON.stringify(body.json)) : body.json;
+  if (raw) return body.bytes;
+  const text = fromUtf8(body.bytes) ?? new TextDecoder().decode(body.bytes);
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+function statusOf(f) {
+  const bad = (what) => {
+    throw new ProtocolError("bad_system_frame", `${f.code} status without a valid ${what}`);
+  };
+  switch (f.code) {
+    case "session.resume_token":
+    case "session.resumed": {
+      const token = f.fields["token"];
+      if (typeof token !== "string" || token === "") bad("token");
+      return { code: f.code, token };
+    }
+    case "session.resume_failed": {
+      const message = f.fields["message"] ?? "";
+      if (typeof message !== "string") bad("message");
+      return { code: f.code, message };
+    }
+    case "gateway.drain_started": {
+      const grace = f.fields["grace_ms"];
+      if (typeof grace !== "number" || !(grace >= 0)) bad("grace_ms");
+      const retry = f.fields["retry_after_ms"];
+      if (retry === void 0 || retry === null) return { code: f.code, grace_ms: grace };
+      if (typeof retry !== "number" || !(retry >= 0)) bad("retry_after_ms");
+      return { code: f.code, grace_ms: grace, retry_after_ms: retry };
+    }
+    default:
+      return void 0;
+  }
+}
+function reportLater(e) {
+  const report = globalThis.reportError;
+  if (typeof report === "function") report(e);
+  else
+    queueMicrotask(() => {
+      throw e;
+    });
+}
+var Client = class _Client {
+  #o;
+  #dial;
+  #state = "connecting";
+  #link;
+  #dialing;
+  #pending = /* @__PURE__ */ new Map();
+  #nextId = 0;
+  #token;
+  #attempt = 0;
+  #retryTimer;
+  #resumeTimer;
+  #heartbeatTimer;
+  #pushes = /* @__PURE__ */ new Map();
+  #anyPush = /* @__PURE__ */ new Set();
+  #notices = /* @__PURE__ */ new Set();
+  #statuses = /* @__PURE__ */ new Set();
+  #reconnects = /* @__PURE__ */ new Set();
+  #disconnects = /* @__PURE__ */ new Set();
+  #closes = /* @__PURE__ */ new Set();
+  #room;
+  /** Resolves once the client is closed for good: undefined when the app closed it, else why. Never rejects. */
+  closed;
+  #resolveClosed;
+  /** Use connect() or createClient(). */
+  constructor(dial, options) {
+    this.#o = resolveOptions(options);
+    this.#dial = dial;
+    this.closed = new Promise((resolve) => this.#resolveClosed = resolve);
+  }
+  /** Opens a client over dial; resolves once the first connection is open. */
+  static async open(dial, options = {}) {
+    const c = new _Client(dial, options);
+    const signal = options.signal;
+    if (signal?.aborted) throw new AbortError("connect aborted", { cause: signal.reason });
+    const onAbort = () => c.#dialing?.abort(new AbortError("connect aborted", { cause: signal?.reason }));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const link = await c.#openLink();
+      if (c.#state === "closed") throw await c.closed ?? new ClosedError("the client was closed while connecting");
+      c.#state = "open";
+      c.#startHeartbeat(link);
+    } catch (e) {
+      c.#finish(e instanceof Error ? e : new Error(String(e)));
+      throw e;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+    return c;
+  }
+  /** The envelope this client speaks. */
+  get envelope() {
+    return this.#o.envelope;
+  }
+  get state() {
+    return this.#state;
+  }
+  /** The latest resume token (`session.resume_token`, `session.resumed`), if the session has one. */
+  get resumeToken() {
+    return this.#token;
+  }
+  /** Calls pending an answer. */
+  get pendingCalls() {
+    return this.#pending.size;
+  }
+  /**
+   * Sends a request on route (a route_id; on lenprefix and delimiter also a
+   * route name) and resolves with the response's body. body is sent as it
+   * is when it is a Uint8Array (protobuf, raw), else as JSON; undefined
+   * sends an empty body. Rejects with ShieldError for an error frame,
+   * TimeoutError, AbortError, or ClosedError when the client is not open or
+   * the connection ends first. A call is never sent twice: one pending when
+   * the connection dropped is rejected, and the app decides whether to retry.
+   */
+  call(route, body, options = {}) {
+    return new Promise((resolve, reject) => {
+      const signal = options.signal;
+      if (signal?.aborted) {
+        reject(new AbortError("call aborted", { cause: signal.reason }));
+        return;
+      }
+      const link = this.#link;
+      if (this.#state !== "open" || link === void 0 || link.conn === void 0 || link.dead) {
+        reject(this.#notOpen());
+        return;
+      }
+      const id = this.#newId();
+      const timeout = options.timeout ?? this.#o.callTimeoutMs;
+      let wire;
+      try {
+        wire = this.#encodeRequest(route, id, outBody(body), this.#o.declareDeadlines && timeout > 0 ? Math.ceil(timeout) : void 0);
+      } catch (e) {
+        reject(e);
+        return;
+      }
+      const p = { resolve, reject, raw: options.raw ?? this.#o.body === "raw", route };
+      if (timeout > 0) {
+        p.timer = setTimeout(() => {
+          if (this.#settle(id) === p) reject(new TimeoutError(`no answer on route ${route} within ${timeout} ms`));
+        }, timeout);
+      }
+      if (signal) {
+        p.signal = signal;
+        p.onAbort = () => {
+          if (this.#settle(id) === p) reject(new AbortError("call aborted", { cause: signal.reason }));
+        };
+        signal.addEventListener("abort", p.onAbort, { once: true });
+      }
+      this.#pending.set(id, p);
+      for (const w of wire) link.conn.send(w);
+    });
+  }
+  /**
+   * Sends a notify (no answer ever comes). Returns false when the client is
+   * not open (the notify is dropped), true once it is written.
+   */
+  notify(route, body) {
+    const link = this.#link;
+    const wire = this.#encode({ kind: "notify", route, body: outBody(body) });
+    if (this.#state !== "open" || link?.conn === void 0 || link.dead) return false;
+    link.conn.send(wire);
+    return true;
+  }
+  /** Sends one heartbeat now (they are also sent every heartbeatMs). false when not open. */
+  heartbeat() {
+    const link = this.#link;
+    if (this.#state !== "open" || link?.conn === void 0 || link.dead) return false;
+    link.conn.send(this.#encode({ kind: "heartbeat" }));
+    return true;
+  }
+  /**
+   * Handles pushes on route (a route_id, or on the legacy envelopes a route
+   * name). Returns a function that removes the handler.
+   */
+  onPush(route, handler) {
+    let set = this.#pushes.get(route);
+    if (!set) this.#pushes.set(route, set = /* @__PURE__ */ new Set());
+    set.add(handler);
+    return () => {
+      set.delete(handler);
+      if (set.size === 0 && this.#pushes.get(route) === set) this.#pushes.delete(route);
+    };
+  }
+  /** Handles pushes on routes that have no handler of their own. */
+  onAnyPush(handler) {
+    return add(this.#anyPush, handler);
+  }
+  /** Notices (session.kicked, gateway.draining, ...): the gateway closes the session right after. */
+  onNotice(handler) {
+    return add(this.#notices, handler);
+  }
+  /** Status frames the client knows (session.resume_token, session.resumed, session.resume_failed, gateway.drain_started). */
+  onStatus(handler) {
+    return add(this.#statuses, handler);
+  }
+  /** A reconnect succeeded; `resumed` says whether the session survived or the app must log in again. */
+  onReconnect(handler) {
+    return add(this.#reconnects, handler);
+  }
+  /** The open connection ended; pending calls have been rejected. */
+  onDisconnect(handler) {
+    return add(this.#disconnects, handler);
+  }
+  /**
+   * The client closed for good: undefined when the app closed it, else the
+   * error (a ProtocolError for a malformed frame, a ClosedError with the
+   * notice that ended the session, or with the cause of the last failed
+   * reconnect).
+   */
+  onClose(handler) {
+    return add(this.#closes, handler);
+  }
+  /**
+   * The client's Room (docs/rooms.md §8.3), made on the first call: it takes
+   * every `shield.room.state` push from then on, so call it before the
+   * session may be joined to a room (a lobby handler's `shield.room.join`
+   * included), or the SNAPSHOT is missed. The same Room follows the session
+   * from room to room.
+   */
+  room() {
+    this.#room ??= attachRoom(this, this.#o.callTimeoutMs, this.#o.onError);
+    return this.#room.room;
+  }
+  /** Closes the client: no reconnect; pending calls reject with ClosedError. Resolves once the connection is closed. */
+  async close() {
+    const link = this.#link;
+    this.#finish(void 0);
+    if (link?.conn !== void 0) await link.ended;
+  }
+  // -------------------------------------------------------------------------
+  #notOpen() {
+    return new ClosedError(this.#state === "closed" ? "the client is closed" : `the client is not connected (${this.#state})`);
+  }
+  #newId() {
+    const max = maxRequestId(this.#o.envelope);
+    do {
+      this.#nextId = this.#nextId >= max ? 1 : this.#nextId + 1;
+    } while (this.#pending.has(this.#nextId));
+    return this.#nextId;
+  }
+  /** Encodes a frame for the current link's kind of transport, refusing one above maxFrameBytes. */
+  /**
+   * A request's wire messages: with deadlineMs, on a legacy envelope the
+   * request carries it; on a header envelope a deadline frame goes first
+   * (one stream write on TCP, two messages on a WebSocket).
+   */
+  #encodeRequest(route, id, body, deadlineMs) {
+    if (deadlineMs === void 0) return [this.#encode({ kind: "request", route, requestId: id, body })];
+    if (isLegacy(this.#o.envelope)) return [this.#encode({ kind: "request", route, requestId: id, body, deadlineMs })];
+    const d = this.#encode({ kind: "deadline", requestId: id, deadlineMs });
+    const r = this.#encode({ kind: "request", route, requestId: id, body });
+    if (d instanceof Uint8Array && r instanceof Uint8Array && this.#link?.conn?.stream) {
+      const both = new Uint8Array(d.length + r.length);
+      both.set(d);
+      both.set(r, d.length);
+      return [both];
+    }
+    return [d, r];
+  }
+  #encode(f) {
+    const stream = this.#link?.conn?.stream ?? false;
+    const msg = encodeMessage(this.#o.envelope, f);
+    const size = typeof msg === "string" ? utf8(msg).length : msg.length;
+    if (size > this.#o.maxFrameBytes) {
+      throw new RangeError(`frame of ${size} bytes above maxFrameBytes ${this.#o.maxFrameBytes}`);
+    }
+    return stream ? frameMessage(msg) : msg;
+  }
+  /** Removes a pending call and its timer and listener; returns it. */
+  #settle(id) {
+    const p = this.#pending.get(id);
+    if (p === void 0) return void 0;
+    this.#pending.delete(id);
+    if (p.timer !== void 0) clearTimeout(p.timer);
+    if (p.signal && p.onAbort) p.signal.removeEventListener("abort", p.onAbort);
+    return p;
+  }
+  #rejectPending(err) {
+    for (const id of [...this.#pending.keys()]) this.#settle(id)?.reject(err);
+  }
+  #emit(handlers, ...args) {
+    for (const h of [...handlers]) {
+      try {
+        h(...args);
+      } catch (e) {
+        if (this.#o.onError) {
+          try {
+            this.#o.onError(e);
+          } catch (e2) {
+            reportLater(e2);
+          }
+        } else reportLater(e);
+      }
+    }
+  }
+  /** Dials one connection, within connectTimeoutMs; the link is current from the start. */
+  async #openLink() {
+    let markEnded;
+    const ended = new Promise((r) => markEnded = r);
+    const link = { early: [], dead: false, rx: 0, sessionOver: false, ended, markEnded };
+    this.#link = link;
+    const ac = new AbortController();
+    this.#dialing = ac;
+    const ms = this.#o.connectTimeoutMs;
+    const timer = setTimeout(() => ac.abort(new TimeoutError(`connect took longer than ${ms} ms`)), ms);
+    const events = {
+      data: (d) => this.#onData(link, d),
+      close: (e) => this.#onEnd(link, e)
+    };
+    let conn;
+    try {
+      conn = await this.#dial(events, ac.signal);
+    } catch (e) {
+      link.dead = true;
+      markEnded();
+      throw ac.signal.aborted && ac.signal.reason instanceof Error ? ac.signal.reason : e;
+    } finally {
+      clearTimeout(timer);
+      if (this.#dialing === ac) this.#dialing = void 0;
+    }
+    if (link.dead || this.#state === "closed") {
+      conn.close();
+      link.dead = true;
+      throw new ClosedError("the client was closed while connecting");
+    }
+    link.conn = conn;
+    if (conn.stream) link.decoder = new StreamDecoder(this.#o.envelope, this.#o.maxFrameBytes);
+    for (const d of link.early.splice(0)) this.#onData(link, d);
+    if (link.earlyEnd) this.#onEnd(link, link.earlyEnd.error);
+    return link;
+  }
+  #onData(link, data) {
+    if (link !== this.#link || link.dead) return;
+    if (link.conn === void 0) {
+      link.early.push(data);
+      return;
+    }
+    try {
+      let frames;
+      if (link.decoder) frames = link.decoder.push(typeof data === "string" ? utf8(data) : data);
+      else frames = [decodeMessage(this.#o.envelope, data, this.#o.maxFrameBytes)];
+      for (const f of frames) {
+        if (link !== this.#link || link.dead) return;
+        link.rx++;
+        this.#onFrame(link, f);
+      }
+    } catch (e) {
+      link.dead = true;
+      this.#stopHeartbeat();
+      link.conn.close();
+      this.#finish(e instanceof Error ? e : new Error(String(e)));
+    }
+  }
+  #onFrame(link, f) {
+    switch (f.kind) {
+      case "heartbeat":
+        return;
+      case "response":
+      case "error": {
+        const p = this.#settle(f.requestId);
+        if (p === void 0) return;
+        const routeId = f.kind === "error" && f.routeId === 0 && typeof p.route === "number" ? p.route : f.routeId;
+        if (f.kind === "error") p.reject(new ShieldError(f.code, f.message, routeId, f.retryAfterMs > 0 ? f.retryAfterMs : void 0));
+        else p.resolve(appBody(f.body, p.raw));
+        return;
+      }
+      case "push": {
+        const info = f.route === void 0 ? { routeId: f.routeId } : { routeId: f.routeId, route: f.route };
+        const handlers = [...this.#pushes.get(f.routeId) ?? []];
+        if (f.route !== void 0) handlers.push(...this.#pushes.get(f.route) ?? []);
+        const room = this.#room !== void 0 && isRoomStatePush(f.routeId, f.route) ? this.#room : void 0;
+        if (room !== void 0) {
+          this.#emit([(b) => room.receive(b)], f.body);
+          if (handlers.length === 0) return;
+        }
+        const body = appBody(f.body, this.#o.body === "raw");
+        this.#emit(handlers.length > 0 ? handlers : this.#anyPush, body, info);
+        return;
+      }
+      case "notice":
+        this.#onNotice(link, f);
+        return;
+    }
+  }
+  #onNotice(link, f) {
+    if (NOTICE_CODES.has(f.code)) {
+      const retry = f.fields["retry_after_ms"];
+      link.notice = typeof retry === "number" && retry > 0 ? { code: f.code, message: f.message, retry_after_ms: retry } : { code: f.code, message: f.message };
+      link.sessionOver = !(RESUMABLE_NOTICES.has(f.code) && this.#token !== void 0);
+      this.#emit(this.#notices, f.code, f.message);
+      return;
+    }
+    const st = statusOf(f);
+    if (st === void 0) return;
+    if (st.code === "session.resume_token" || st.code === "session.resumed") this.#token = st.token;
+    else if (st.code === "session.resume_failed") this.#token = void 0;
+    this.#emit(this.#statuses, st);
+    if (this.#state === "resuming" && link === this.#link && !link.dead) {
+      if (st.code === "session.resumed") this.#reconnected(link, { resumed: true, attempt: this.#attempt });
+      else if (st.code === "session.resume_failed") this.#reconnected(link, { resumed: false, attempt: this.#attempt, message: st.message });
+    }
+  }
+  /** The transport reports the end of a link. */
+  #onEnd(link, error) {
+    if (link.conn === void 0) {
+      link.earlyEnd ??= { error };
+      return;
+    }
+    link.markEnded();
+    if (link !== this.#link || link.dead) return;
+    link.dead = true;
+    this.#stopHeartbeat();
+    if (error === void 0) error = link.decoder?.end();
+    if (error instanceof ProtocolError && error.reason !== "truncated") {
+      this.#finish(error);
+      return;
+    }
+    const message = link.notice ? `the gateway closed the session (${link.notice.code}: ${link.notice.message})` : "the connection closed";
+    const closed = new ClosedError(message, link.notice ? { cause: error, notice: link.notice } : { cause: error });
+    this.#lost(link, closed);
+  }
+  /** A link is gone: reject its calls, then reconnect or close. */
+  #lost(link, closed) {
+    const wasOpen = this.#state === "open";
+    this.#rejectPending(closed);
+    if (this.#resumeTimer !== void 0) clearTimeout(this.#resumeTimer);
+    this.#resumeTimer = void 0;
+    const reconnecting = this.#o.reconnect !== void 0 && !link.sessionOver && this.#state !== "connecting";
+    if (wasOpen) this.#emit(this.#disconnects, { error: closed, reconnecting });
+    if (this.#state === "closed") return;
+    if (!reconnecting) {
+      this.#finish(closed);
+      return;
+    }
+    this.#scheduleReconnect(closed);
+  }
+  /** Ends a link that is still open as if it had dropped (a dead heartbeat, a resume unanswered). */
+  #drop(link, error) {
+    if (link !== this.#link || link.dead || link.conn === void 0) return;
+    link.dead = true;
+    this.#stopHeartbeat();
+    link.conn.close();
+    this.#lost(link, new ClosedError(error.message, { cause: error }));
+  }
+  #scheduleReconnect(lastError) {
+    const r = this.#o.reconnect;
+    this.#state = "reconnecting";
+    this.#attempt++;
+    if (this.#attempt > r.attempts) {
+      this.#finish(new ClosedError(`gave up reconnecting after ${r.attempts} attempts`, { cause: lastError }));
+      return;
+    }
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = void 0;
+      void this.#tryReconnect();
+    }, backoffDelay(this.#attempt, r));
+  }
+  async #tryReconnect() {
+    let link;
+    try {
+      link = await this.#openLink();
+    } catch (e) {
+      if (this.#state !== "closed") this.#scheduleReconnect(e instanceof Error ? e : new Error(String(e)));
+      return;
+    }
+    if (link.dead || link !== this.#link || this.#state === "closed") return;
+    const token = this.#token;
+    if (token === void 0) {
+      this.#reconnected(link, { resumed: false, attempt: this.#attempt });
+      return;
+    }
+    this.#state = "resuming";
+    link.conn.send(this.#encode({ kind: "heartbeat", resume: token }));
+    const ms = this.#o.connectTimeoutMs;
+    this.#resumeTimer = setTimeout(() => {
+      this.#resumeTimer = void 0;
+      this.#drop(link, new TimeoutError(`no answer to the resume within ${ms} ms`));
+    }, ms);
+  }
+  #reconnected(link, info) {
+    if (this.#resumeTimer !== void 0) clearTimeout(this.#resumeTimer);
+    this.#resumeTimer = void 0;
+    this.#state = "open";
+    this.#attempt = 0;
+    this.#startHeartbeat(link);
+    this.#room?.reconnected(info.resumed);
+    this.#emit(this.#reconnects, info);
+  }
+  #startHeartbeat(link) {
+    this.#stopHeartbeat();
+    const every = this.#o.heartbeatMs;
+    if (every <= 0) return;
+    let beatAt = -1;
+    this.#heartbeatTimer = setInterval(() => {
+      if (link !== this.#link || link.dead || link.conn === void 0) return;
+      if (beatAt === link.rx) {
+        this.#drop(link, new TimeoutError(`no frame from the gateway for ${every} ms after a heartbeat`));
+        return;
+      }
+      beatAt = link.rx;
+      link.conn.send(this.#encode({ kind: "heartbeat" }));
+    }, every);
+  }
+  #stopHeartbeat() {
+    if (this.#heartbeatTimer !== void 0) clearInterval(this.#heartbeatTimer);
+    this.#heartbeatTimer = void 0;
+  }
+  /** Closes for good, once: timers, the link, pending calls, then the close handlers. */
+  #finish(error) {
+    if (this.#state === "closed") return;
+    this.#state = "closed";
+    this.#stopHeartbeat();
+    if (this.#retryTimer !== void 0) clearTimeout(this.#retryTimer);
+    if (this.#resumeTimer !== void 0) clearTimeout(this.#resumeTimer);
+    this.#retryTimer = this.#resumeTimer = void 0;
+    this.#dialing?.abort(new ClosedError("the client was closed while connecting"));
+    const link = this.#link;
+    if (link !== void 0 && !link.dead) {
+      link.dead = true;
+      link.conn?.close();
+    }
+    const notice = error instanceof ClosedError ? error.notice : void 0;
+    this.#rejectPending(
+      error === void 0 ? new ClosedError("the client was closed") : error instanceof ClosedError ? error : new ClosedError(`the connection failed: ${error.message}`, notice ? { cause: error, notice } : { cause: error })
+    );
+    this.#emit(this.#closes, error);
+    this.#resolveClosed(error);
+  }
+};
+function add(set, handler) {
+  set.add(handler);
+  return () => {
+    set.delete(handler);
+  };
+}
+function createClient(dial, options = {}) {
+  return Client.open(dial, options);
+}
+
+// src/websocket.ts
+var CLOSE_WAIT_MS = 2e3;
+function webSocketDialer(url, ctor) {
+  const WS = ctor ?? globalThis.WebSocket;
+  if (typeof WS !== "function") {
+    throw new TypeError('no WebSocket on this platform: in Node, import { connect } from "@shieldrpc/client/node"');
+  }
+  return (events, signal) => new Promise((resolve, reject) => {
+    let opened = false;
+    let ended = false;
+    let closeTimer;
+    let ws;
+    try {
+      ws = new WS(url);
+    } catch (e) {
+      reject(e);
+      return;
+    }
+    ws.binaryType = "arraybuffer";
+    const end = (error) => {
+      if (ended) return;
+      ended = true;
+      if (closeTimer !== void 0) clearTimeout(closeTimer);
+      ws.onopen = ws.onmessage = ws.onerror = ws.onclose = null;
+      if (opened) events.close(error);
+      else reject(error ?? new ClosedError("the WebSocket closed before it opened"));
+    };
+    const onAbort = () => {
+      if (opened) return;
+      try {
+        ws.close();
+      } catch {
+      }
+      end(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
+    };
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+    let closing = false;
+    const conn = {
+      stream: false,
+      send(data) {
+        if (ended || closing) return;
+        ws.send(data);
+      },
+      close() {
+        if (ended || closing) return;
+        closing = true;
+        ws.close(1e3);
+        closeTimer = setTimeout(() => end(void 0), CLOSE_WAIT_MS);
+      }
+    };
+    ws.onopen = () => {
+      opened = true;
+      signal.removeEventListener("abort", onAbort);
+      resolve(conn);
+    };
+    ws.onmessage = (ev) => {
+      if (ended) return;
+      const d = ev.data;
+      if (typeof d === "string") events.data(d);
+      else if (d instanceof ArrayBuffer) events.data(new Uint8Array(d));
+      else if (ArrayBuffer.isView(d)) events.data(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+    };
+    ws.onerror = () => {
+      if (!opened) end(new Error(`WebSocket to ${url} failed`));
+    };
+    ws.onclose = (ev) => {
+      end(closing ? void 0 : new ClosedError(`WebSocket closed by the peer (code ${ev.code}${ev.reason ? `: ${ev.reason}` : ""})`));
+    };
+  });
+}
 
 // src/index.ts
 function connect(options) {
@@ -1627,6 +1887,7 @@ export {
   NOTICE_CODES,
   ProtocolError,
   ROOM_ROUTES,
+  Room,
   RoomState,
   ShieldError,
   StateFrameError,

@@ -21,6 +21,7 @@ import {
 } from './envelope.js';
 import { AbortError, ClosedError, ProtocolError, ShieldError, TimeoutError, type Notice } from './errors.js';
 import type { Conn, ConnEvents, Dialer } from './transport.js';
+import { attachRoom, isRoomStatePush, type Room, type RoomHooks } from './room.js';
 
 /**
  * How response and push bodies reach the app. `json`: parsed JSON, or the
@@ -315,6 +316,7 @@ export class Client {
   readonly #reconnects = new Set<(info: ReconnectInfo) => void>();
   readonly #disconnects = new Set<(info: DisconnectInfo) => void>();
   readonly #closes = new Set<(error: Error | undefined) => void>();
+  #room: RoomHooks | undefined;
 
   /** Resolves once the client is closed for good: undefined when the app closed it, else why. Never rejects. */
   readonly closed: Promise<Error | undefined>;
@@ -485,6 +487,18 @@ export class Client {
     return add(this.#closes, handler);
   }
 
+  /**
+   * The client's Room (docs/rooms.md §8.3), made on the first call: it takes
+   * every `shield.room.state` push from then on, so call it before the
+   * session may be joined to a room (a lobby handler's `shield.room.join`
+   * included), or the SNAPSHOT is missed. The same Room follows the session
+   * from room to room.
+   */
+  room(): Room {
+    this.#room ??= attachRoom(this, this.#o.callTimeoutMs, this.#o.onError);
+    return this.#room.room;
+  }
+
   /** Closes the client: no reconnect; pending calls reject with ClosedError. Resolves once the connection is closed. */
   async close(): Promise<void> {
     const link = this.#link;
@@ -650,6 +664,12 @@ export class Client {
         const info: PushInfo = f.route === undefined ? { routeId: f.routeId } : { routeId: f.routeId, route: f.route };
         const handlers = [...(this.#pushes.get(f.routeId) ?? [])];
         if (f.route !== undefined) handlers.push(...(this.#pushes.get(f.route) ?? []));
+        const room = this.#room !== undefined && isRoomStatePush(f.routeId, f.route) ? this.#room : undefined;
+        if (room !== undefined) {
+          // The Room takes over the route: onAnyPush handlers no longer see it.
+          this.#emit([(b: InBody) => room.receive(b)], f.body);
+          if (handlers.length === 0) return;
+        }
         const body = appBody(f.body, this.#o.body === 'raw');
         this.#emit(handlers.length > 0 ? handlers : this.#anyPush, body, info);
         return;
@@ -772,6 +792,8 @@ export class Client {
     this.#state = 'open';
     this.#attempt = 0;
     this.#startHeartbeat(link);
+    // Before the app's handlers: a new session is in no room; a resumed one syncs once.
+    this.#room?.reconnected(info.resumed);
     this.#emit(this.#reconnects, info);
   }
 

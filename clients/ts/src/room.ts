@@ -7,8 +7,16 @@
  *
  * It is the Go package statesync in TypeScript, message for message: both
  * are held to the vectors statesync writes (test/fixtures/). It uses no
- * platform API but TextDecoder, DataView and atob, so it runs in browsers.
+ * platform API but TextDecoder, DataView, atob and timers, so it runs in
+ * browsers.
+ *
+ * Room (Client.room()) is the client's side of its session's room, the Go
+ * SDK's client.Room: it feeds a RoomState the state pushes, asks for syncs,
+ * and joins and leaves (docs/clients.md §9).
  */
+import type { Client } from './client.js';
+import type { InBody } from './envelope.js';
+import { AbortError, ClosedError, TimeoutError } from './errors.js';
 
 /** The reserved routes of docs/rooms.md §8.1, in a config with rooms or queues. */
 export const ROOM_ROUTES = {
@@ -636,4 +644,339 @@ function stateFromBase64(s: string): Uint8Array {
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
+}
+
+// ---------------------------------------------------------------------------
+// Room: Client.room(), the client's side of its session's room (§8.3).
+
+/** The legacy envelopes' name of the state push's route. */
+const STATE_ROUTE_NAME = 'shield.room.state';
+
+/** Options of Room.join and Room.leave. */
+export interface RoomCallOptions {
+  /**
+   * Time in ms for all of it: the request's answer, then the SNAPSHOT (join)
+   * or the END (leave); 0: none. Default: the client's callTimeoutMs. Past
+   * it the promise rejects with a TimeoutError.
+   */
+  timeout?: number;
+  /** Aborts the wait; the promise rejects with an AbortError. */
+  signal?: AbortSignal;
+}
+
+/** Options of Room.join. */
+export interface RoomJoinOptions extends RoomCallOptions {
+  /** A reservation's token (a matchmaking `matched` event's), sent as the join's `token`. */
+  token?: string;
+}
+
+/** What a Client calls on its Room. Internal: not exported from the package. */
+export interface RoomHooks {
+  readonly room: Room;
+  /** A push on shield.room.state, its body as the envelope decoded it. */
+  receive(body: InBody): void;
+  /** A reconnect succeeded (resumed, or a new session); runs before the app's onReconnect handlers. */
+  reconnected(resumed: boolean): void;
+}
+
+interface RoomWaiter {
+  /** Checked after every update; true settles the waiter. */
+  done(): boolean;
+  resolve(): void;
+  reject(e: Error): void;
+  /** Rejects with a ClosedError when a reconnect makes a new session (a join's SNAPSHOT will never come). */
+  failOnNewSession: boolean;
+}
+
+let newRoom: (client: Client, callTimeoutMs: number, onError: ((e: unknown) => void) | undefined) => RoomHooks;
+
+/**
+ * The client's side of its session's room (docs/rooms.md §8.3), from
+ * Client.room(): it takes every `shield.room.state` push into a RoomState,
+ * asks for a sync on a gap (at most one a second) and once after a resume,
+ * and joins and leaves. A session is in at most one room at a time; the same
+ * Room follows it from room to room. A reconnect that made a new session
+ * (not resumed) ends the membership: the state is dropped and onEnd gets
+ * reason `closed`.
+ *
+ * It takes over the route: state pushes no longer reach onAnyPush handlers.
+ * onPush handlers of route 65520 still get them too (as the body mode
+ * decodes them: use `body: 'raw'` for the bytes).
+ */
+export class Room {
+  readonly #client: Client;
+  readonly #callTimeoutMs: number;
+  readonly #onError: ((e: unknown) => void) | undefined;
+  #rs!: RoomState;
+  #end: RoomEnd | undefined;
+  /** ENDs taken (a leave waits for one more, whether it comes before or after the leave's answer). */
+  #ends = 0;
+  /** When the last shield.room.sync went out (Date.now()). */
+  #lastSync = -Infinity;
+  readonly #waiters = new Set<RoomWaiter>();
+  readonly #changes = new Set<(c: StateChange) => void>();
+  readonly #patches = new Set<(p: StatePatch) => void>();
+  readonly #endHandlers = new Set<(e: RoomEnd) => void>();
+  readonly #gaps = new Set<(g: RoomGap) => void>();
+  readonly #updates = new Set<(u: RoomUpdate) => void>();
+
+  static {
+    newRoom = (client, callTimeoutMs, onError) => {
+      const r = new Room(client, callTimeoutMs, onError);
+      return { room: r, receive: (body) => r.#receive(body), reconnected: (resumed) => r.#reconnected(resumed) };
+    };
+  }
+
+  private constructor(client: Client, callTimeoutMs: number, onError: ((e: unknown) => void) | undefined) {
+    this.#client = client;
+    this.#callTimeoutMs = callTimeoutMs;
+    this.#onError = onError;
+    this.#fresh();
+    client.onClose((error) => {
+      const err = error instanceof ClosedError ? error : new ClosedError('the client was closed', error === undefined ? undefined : { cause: error });
+      for (const w of [...this.#waiters]) w.reject(err);
+    });
+  }
+
+  /** The state; undefined before the first SNAPSHOT and after END. Read it; do not change it. */
+  get state(): StateTable | undefined {
+    return this.#rs.state;
+  }
+
+  /** The state's version; undefined without a state. */
+  get version(): number | undefined {
+    return this.#rs.version;
+  }
+
+  /** The room's id (its last SNAPSHOT's); '' when in no room. */
+  get roomId(): string {
+    return this.#rs.roomId;
+  }
+
+  /** The room's tick rate, as its last SNAPSHOT said; 0 when in no room. */
+  get tickHz(): number {
+    return this.#rs.tickHz;
+  }
+
+  /** Whether the session is in a room: a SNAPSHOT applied, no END since. */
+  get inRoom(): boolean {
+    return this.#rs.state !== undefined;
+  }
+
+  /**
+   * The last END's reason and message (docs/rooms.md §5.2: `left`,
+   * `removed`, `timeout`, `room_closed`, `closed`, ...); undefined while in a
+   * room and before any END.
+   */
+  get end(): RoomEnd | undefined {
+    return this.inRoom ? undefined : this.#end;
+  }
+
+  /** One event per op of each applied version, in order (RoomState.onChange). */
+  onChange(handler: (change: StateChange) => void): () => void {
+    return subscribe(this.#changes, handler);
+  }
+
+  /** One event per applied version, after its changes (RoomState.onPatch). */
+  onPatch(handler: (patch: StatePatch) => void): () => void {
+    return subscribe(this.#patches, handler);
+  }
+
+  /** The membership ended: an END, or reason `closed` when a reconnect made a new session. */
+  onEnd(handler: (end: RoomEnd) => void): () => void {
+    return subscribe(this.#endHandlers, handler);
+  }
+
+  /** A body called for a sync (RoomState.onGap); the Room sends it itself, at most once a second. */
+  onGap(handler: (gap: RoomGap) => void): () => void {
+    return subscribe(this.#gaps, handler);
+  }
+
+  /** What each state push did (applied, partial, gap, end), after the state and the other events. */
+  onUpdate(handler: (update: RoomUpdate) => void): () => void {
+    return subscribe(this.#updates, handler);
+  }
+
+  /**
+   * Sends `shield.room.join` for room (with meta, when given), then waits for
+   * the room's SNAPSHOT: once it resolves the state is there and inputs may
+   * go out (§8.3 step 4). The room's refusal rejects with its ShieldError
+   * (`client_rpc.join_refused`, `room_full`, `in_room`, the room's own
+   * code); also TimeoutError, AbortError, and ClosedError when the
+   * connection ends before the answer or a reconnect makes a new session.
+   */
+  async join(room: string, meta?: unknown, options: RoomJoinOptions = {}): Promise<void> {
+    if (typeof room !== 'string' || room === '') throw new TypeError('join: room must be a non-empty string');
+    const body: Record<string, unknown> = { room };
+    if (options.token !== undefined) body['token'] = options.token;
+    if (meta !== undefined) body['meta'] = meta;
+    const t0 = Date.now();
+    const timeout = options.timeout ?? this.#callTimeoutMs;
+    const answer = jsonOf(await this.#client.call(ROOM_ROUTES.join, body, callOptions(timeout, options.signal)));
+    const joined = typeof answer === 'object' && answer !== null ? (answer as { room?: unknown }).room : undefined;
+    if (joined !== room) throw new Error(`the join answered room ${JSON.stringify(joined)}, want ${JSON.stringify(room)}`);
+    await this.#wait(() => this.inRoom && this.#rs.roomId === room, remaining(t0, timeout), options.signal, true, `the SNAPSHOT of ${room}`);
+  }
+
+  /**
+   * Sends `shield.room.leave` and waits for END: once it resolves the session
+   * is home again and its next call reaches home (§5.2). Outside a room it
+   * rejects with `client_rpc.not_member`.
+   */
+  async leave(options: RoomCallOptions = {}): Promise<void> {
+    const before = this.#ends;
+    const t0 = Date.now();
+    const timeout = options.timeout ?? this.#callTimeoutMs;
+    await this.#client.call(ROOM_ROUTES.leave, undefined, callOptions(timeout, options.signal));
+    // END may come before the leave's answer: count, do not order.
+    await this.#wait(() => this.#ends > before, remaining(t0, timeout), options.signal, false, 'the END after the leave');
+  }
+
+  /**
+   * Sends `shield.room.sync` with the version held: the next tick sends the
+   * changes since, or a SNAPSHOT (§7.5). false when the client is not open.
+   */
+  sync(): boolean {
+    this.#lastSync = Date.now();
+    return this.#client.notify(ROOM_ROUTES.sync, this.#rs.syncBody());
+  }
+
+  // -------------------------------------------------------------------------
+
+  /** A new RoomState, its events forwarded to the Room's handlers. */
+  #fresh(): void {
+    const rs = new RoomState({ onError: (e) => this.#report(e) });
+    rs.onChange((c) => this.#emit(this.#changes, c));
+    rs.onPatch((p) => this.#emit(this.#patches, p));
+    rs.onEnd((e) => {
+      this.#end = e;
+      this.#ends++;
+      this.#emit(this.#endHandlers, e);
+    });
+    rs.onGap((g) => this.#emit(this.#gaps, g));
+    this.#rs = rs;
+  }
+
+  #receive(body: InBody): void {
+    // Binary on the header envelopes; a JSON string of base64 on the legacy ones.
+    let b: Uint8Array | string = new Uint8Array(0);
+    if (body !== undefined) {
+      if ('bytes' in body) b = body.bytes;
+      else if (typeof body.json === 'string') b = body.json;
+    }
+    const u = this.#rs.receive(b);
+    if (u.sync && Date.now() - this.#lastSync >= 1000) this.sync(); // lost while reconnecting: the next gap asks again
+    this.#emit(this.#updates, u);
+    this.#settle();
+  }
+
+  #reconnected(resumed: boolean): void {
+    if (resumed) {
+      if (this.inRoom) this.sync(); // §8.3 step 2: once after session.resumed
+      return;
+    }
+    // The gateway closed the old session: its membership ended (reason
+    // closed) with no END that could reach this client.
+    for (const w of [...this.#waiters]) {
+      if (w.failOnNewSession) w.reject(new ClosedError('a reconnect made a new session, which is in no room'));
+    }
+    if (!this.inRoom) return;
+    this.#fresh();
+    const end: RoomEnd = { reason: 'closed', message: '' };
+    this.#end = end;
+    this.#ends++;
+    this.#emit(this.#endHandlers, end);
+    this.#emit(this.#updates, { status: 'end', version: undefined, sync: false, ops: [], end });
+    this.#settle();
+  }
+
+  /** Settles the waiters whose condition now holds. */
+  #settle(): void {
+    for (const w of [...this.#waiters]) if (w.done()) w.resolve();
+  }
+
+  /** Resolves once done() holds, checked now and after every update; rejects past ms (0: never), on abort, on close. */
+  #wait(done: () => boolean, ms: number, signal: AbortSignal | undefined, failOnNewSession: boolean, what: string): Promise<void> {
+    if (done()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const onAbort = () => w.reject(new AbortError('aborted', { cause: signal?.reason }));
+      const finish = () => {
+        this.#waiters.delete(w);
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const w: RoomWaiter = {
+        done,
+        failOnNewSession,
+        resolve: () => {
+          finish();
+          resolve();
+        },
+        reject: (e) => {
+          finish();
+          reject(e);
+        },
+      };
+      if (signal?.aborted) {
+        reject(new AbortError('aborted', { cause: signal.reason }));
+        return;
+      }
+      this.#waiters.add(w);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (ms > 0) timer = setTimeout(() => w.reject(new TimeoutError(`no ${what} within the timeout`)), ms);
+      else if (ms < 0) w.reject(new TimeoutError(`no ${what} within the timeout`));
+    });
+  }
+
+  #emit<A>(handlers: Set<(a: A) => void>, arg: A): void {
+    for (const h of [...handlers]) {
+      try {
+        h(arg);
+      } catch (e) {
+        this.#report(e);
+      }
+    }
+  }
+
+  #report(e: unknown): void {
+    if (this.#onError) {
+      try {
+        this.#onError(e);
+      } catch (e2) {
+        reportHandlerError(e2);
+      }
+    } else reportHandlerError(e);
+  }
+}
+
+/** Whether a push is a state frame: route 65520, or its name on the legacy envelopes. */
+export function isRoomStatePush(routeId: number, route: string | undefined): boolean {
+  return routeId === ROOM_ROUTES.state || route === STATE_ROUTE_NAME;
+}
+
+/** Makes a client's Room. Internal: Client.room() calls it once. */
+export function attachRoom(client: Client, callTimeoutMs: number, onError: ((e: unknown) => void) | undefined): RoomHooks {
+  return newRoom(client, callTimeoutMs, onError);
+}
+
+/** What is left of timeout ms begun at t0: 0 for no timeout, -1 for none left. */
+function remaining(t0: number, timeout: number): number {
+  if (timeout <= 0) return 0;
+  const left = timeout - (Date.now() - t0);
+  return left > 0 ? left : -1;
+}
+
+function callOptions(timeout: number, signal: AbortSignal | undefined): { timeout: number; raw: true; signal?: AbortSignal } {
+  return signal === undefined ? { timeout, raw: true } : { timeout, raw: true, signal };
+}
+
+/** A raw answer (the room routes answer JSON whatever protocol.body is), parsed. */
+function jsonOf(raw: unknown): unknown {
+  if (!(raw instanceof Uint8Array) || raw.length === 0) return undefined;
+  try {
+    return JSON.parse(new TextDecoder().decode(raw));
+  } catch {
+    return undefined;
+  }
 }
