@@ -18,7 +18,9 @@ func testQueue(min, max int, fill time.Duration) *Queue {
 		Interval: 250 * time.Millisecond, TicketTTL: time.Minute, ReservationTTL: 15 * time.Second, MaxTickets: 100})
 }
 
-func ref(pid string) egress.ClientRef { return egress.ClientRef{SessionID: 1, Epoch: 1, PlayerID: pid, Gateway: "gw"} }
+func ref(pid string) egress.ClientRef {
+	return egress.ClientRef{SessionID: 1, Epoch: 1, PlayerID: pid, Gateway: "gw"}
+}
 
 func num(f float64) *float64 { return &f }
 
