@@ -114,7 +114,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.edge.Store(o.Table.Edge())
 	g.stop, g.cancelStop = context.WithCancel(context.Background())
-	g.policy = session.Policy{KickOld: sc.DuplicateLogin == "kick_old", Bound: g.bound}
+	g.policy = session.Policy{KickOld: sc.DuplicateLogin == "kick_old", Bound: g.bound, Published: g.published}
 	for i := range o.Config.Network.Listeners {
 		l, err := newListener(&o.Config.Network.Listeners[i], sc)
 		if err != nil {

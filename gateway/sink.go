@@ -105,6 +105,11 @@ func (g *Gateway) bound(s *session.Session, b session.Binding, req *egress.BindR
 	if p, _ := s.Owner.(*peer); p != nil { // not peerOf: this runs under the session's lock
 		p.stopAuthTimer() // a bound session has a player_id for good
 	}
+}
+
+// published is the registry's Published hook: a bind's Then push (a
+// room's END) is queued once the new epoch is what the read loop sees.
+func (g *Gateway) published(s *session.Session, _ session.Binding, req *egress.BindRequest) {
 	if req.Then != nil {
 		g.pushThen(s, req.Then)
 	}

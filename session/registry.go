@@ -117,6 +117,11 @@ type Policy struct {
 	// before any frame of the new epoch can be delivered: it queues
 	// client_bound for the new target. req is the bind it made.
 	Bound func(s *Session, b Binding, req *egress.BindRequest)
+	// Published runs under the session's lock once the new binding is
+	// visible to the read loop: it queues the bind's Then push, which the
+	// client must not read while a frame it sends could still be judged
+	// at the old epoch.
+	Published func(s *Session, b Binding, req *egress.BindRequest)
 }
 
 // Bind moves a session to a new target and player by compare-and-set on
@@ -157,11 +162,14 @@ func (t *Registry) Bind(req *egress.BindRequest, p Policy) (egress.ClientRef, *c
 			t.mu.Unlock()
 			continue // the session may have changed meanwhile: check again
 		}
-		var bound func(Binding)
+		var bound, published func(Binding)
 		if p.Bound != nil {
 			bound = func(nb Binding) { p.Bound(s, nb, req) }
 		}
-		nb, ok := s.rebind(req.Target, req.Return, req.PlayerID, bound)
+		if p.Published != nil {
+			published = func(nb Binding) { p.Published(s, nb, req) }
+		}
+		nb, ok := s.rebind(req.Target, req.Return, req.PlayerID, bound, published)
 		if !ok {
 			t.mu.Unlock()
 			return egress.ClientRef{}, codes.New(codes.SessionNotFound, "session %d is gone", req.Ref.SessionID)

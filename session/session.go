@@ -335,7 +335,7 @@ func (s *Session) isClosed() bool { return s.closed.Load() }
 // there before any frame of the new epoch can be delivered. It fails when the session closed
 // meanwhile: a closed session's binding is the one its Closed hook already
 // reported, and must stay so.
-func (s *Session) rebind(target, ret egress.ActorID, playerID string, bound func(Binding)) (Binding, bool) {
+func (s *Session) rebind(target, ret egress.ActorID, playerID string, bound, published func(Binding)) (Binding, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
@@ -349,6 +349,9 @@ func (s *Session) rebind(target, ret egress.ActorID, playerID string, bound func
 	}
 	s.authed.Store(playerID != "") // before the binding, as when both were read under the lock
 	s.binding.Store(&b)
+	if published != nil {
+		published(b) // still under the lock: nothing of the old epoch is queued after it
+	}
 	return b, true
 }
 
