@@ -21,7 +21,7 @@ import (
 
 // The gateway and the room of TestClientsTrackState, shared with
 // clients/ts/test/room-property.test.ts: testdata/rooms_property.yaml (a
-// template: propConfig fills it in), testdata/rooms_property_lobby.lua and
+// template: propConfig fills it in), testdata/rooms_lobby.lua (the rooms tests' one lobby) and
 // testdata/rooms_property_room.lua (the room kind "prop", 60 Hz, random
 // changes each tick, the state's JSON pushed on propReport).
 const (
@@ -57,7 +57,7 @@ func propConfig(t *testing.T) string {
 	}
 	return strings.NewReplacer(
 		"{{GAME}}", "127.0.0.1:0", "{{TYPED}}", "127.0.0.1:0", "{{WEB}}", "127.0.0.1:0",
-		"{{LOBBY}}", quoted("rooms_property_lobby.lua"), "{{ROOM}}", quoted("rooms_property_room.lua"),
+		"{{LOBBY}}", quoted("rooms_lobby.lua"), "{{ROOM}}", quoted("rooms_property_room.lua"),
 	).Replace(string(tmpl))
 }
 
@@ -531,7 +531,7 @@ func propRun(ctx context.Context, s *wiretest.Server, r *propRoom, i int) {
 	}
 	defer full.c.Close()
 	var made struct{ Room string }
-	if err := full.c.Call(ctx, propMake, map[string]any{"seed": r.seed}, &made); err != nil || made.Room == "" {
+	if err := full.c.Call(ctx, propMake, map[string]any{"kind": "prop", "params": map[string]any{"seed": r.seed}}, &made); err != nil || made.Room == "" {
 		r.fail("make: %+v %v", made, err)
 		return
 	}

@@ -1,4 +1,4 @@
--- The lobby of every rooms_*_test.go (the harness is rooms_harness_test.go): log in, make a room
+-- The lobby of every rooms_*_test.go (the harness is rooms_harness_test.go) and of the TS room tests: log in, make a room
 -- (of req.kind, default arena, with req.params, default {name = req.name}), ask a room's method
 -- through its {room = id} address, join a room from a handler (enter), hold the VM busy for req.ms
 -- (hold), answer that the session is home (ping), and log members coming home.

@@ -7,8 +7,8 @@
 // from the repository root; without either the suite is skipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ClosedError, connect, ShieldError, type Client, type NodeConnectOptions } from '@shieldrpc/client/node';
-import { ADMIN_TOKEN, Proxy, startGateway, unavailable, type Listener, type RunningGateway } from './helpers/real-gateway.js';
+import { ClosedError, connect, ShieldError, type Client } from '@shieldrpc/client/node';
+import { ADMIN_TOKEN, dialer, LISTENERS, Proxy, startGateway, unavailable, type Listener, type RunningGateway } from './helpers/real-gateway.js';
 import { until } from './helpers/fake-gateway.js';
 
 const LOGIN = 1001;
@@ -16,12 +16,7 @@ const MOVE = 2001;
 const JOIN_ROOM = 2002;
 const POSITION = 2101;
 
-const listeners: Listener[] = [
-  { name: 'tcp_idlen', transport: 'tcp', envelope: 'idlen' },
-  { name: 'tcp_typelen', transport: 'tcp', envelope: 'typelen' },
-  { name: 'ws_idlen', transport: 'ws', envelope: 'idlen' },
-  { name: 'ws_delimiter', transport: 'ws', envelope: 'delimiter' },
-];
+const listeners: Listener[] = [LISTENERS.tcp_idlen, LISTENERS.tcp_typelen, LISTENERS.ws_idlen, LISTENERS.ws_delimiter];
 
 const skip = unavailable();
 
@@ -38,12 +33,7 @@ describe('real gateway', { skip: skip ?? false }, () => {
     await gw?.stop();
   });
 
-  async function dial(listener: string, opts: Omit<NodeConnectOptions, 'url'> = {}): Promise<Client> {
-    const l = listeners.find((x) => x.name === listener)!;
-    const c = await connect({ url: gw.urls[listener]!, envelope: l.envelope, callTimeoutMs: 5000, heartbeatMs: 0, reconnect: false, ...opts });
-    clients.push(c);
-    return c;
-  }
+  const dial = dialer(listeners, () => gw.urls, clients);
 
   /** Waits for the next push on route. */
   function nextPush<T>(c: Client, route: number, ms = 5000): Promise<T> {
@@ -164,7 +154,7 @@ describe('real gateway', { skip: skip ?? false }, () => {
     const proxies: Proxy[] = [];
 
     before(async () => {
-      rgw = await startGateway([{ name: 'tcp_idlen', transport: 'tcp', envelope: 'idlen' }], '  resume_window: 30s', true);
+      rgw = await startGateway([LISTENERS.tcp_idlen], '  resume_window: 30s', true);
     });
 
     after(async () => {

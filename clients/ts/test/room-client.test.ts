@@ -11,15 +11,12 @@
 // from the repository root; without either the suite is skipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { connect, ShieldError, type Client, type NodeConnectOptions, type RoomEnd, type StatePatch } from '@shieldrpc/client/node';
-import { Proxy, unavailable, type Listener } from './helpers/real-gateway.js';
+import { connect, ShieldError, type Client, type RoomEnd, type StatePatch } from '@shieldrpc/client/node';
+import { dialer, LISTENERS, Proxy, unavailable, type Listener } from './helpers/real-gateway.js';
 import { ARENA_MOVE, LOBBY, startRoomsGateway, type RoomsGateway } from './helpers/room-client-gateway.js';
 import { until } from './helpers/fake-gateway.js';
 
-const listeners: Listener[] = [
-  { name: 'tcp_idlen', transport: 'tcp', envelope: 'idlen' },
-  { name: 'ws_delimiter', transport: 'ws', envelope: 'delimiter' },
-];
+const listeners: Listener[] = [LISTENERS.tcp_idlen, LISTENERS.ws_delimiter];
 
 const skip = unavailable();
 
@@ -38,12 +35,7 @@ describe('Client.room() on the real gateway', { skip: skip ?? false }, () => {
     await gw?.stop();
   });
 
-  async function dial(listener: string, opts: Omit<NodeConnectOptions, 'url'> = {}): Promise<Client> {
-    const l = listeners.find((x) => x.name === listener)!;
-    const c = await connect({ url: gw.urls[listener]!, envelope: l.envelope, callTimeoutMs: 5000, heartbeatMs: 0, reconnect: false, ...opts });
-    clients.push(c);
-    return c;
-  }
+  const dial = dialer(listeners, () => gw.urls, clients);
 
   async function login(c: Client, user: string): Promise<void> {
     assert.deepEqual(await c.call(LOBBY.login, { user }), { ok: true });

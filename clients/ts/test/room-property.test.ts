@@ -2,7 +2,7 @@
 // (src/room.ts) applies from the REAL gateway's frames equals the room's
 // state after every tick. The gateway and the room are
 // acceptance/rooms_property_test.go's (acceptance/testdata/
-// rooms_property.yaml, rooms_property_lobby.lua, rooms_property_room.lua):
+// rooms_property.yaml, rooms_lobby.lua, rooms_property_room.lua):
 // a room kind at 60 Hz whose every tick makes random (seeded) changes to
 // room.state and pushes {v = tick, json = shield.json.encode(room.state)}
 // on route 3201. ROOMS rooms run at once, TICKS ticks each, each with
@@ -321,7 +321,7 @@ describe('rooms: clients track the state (real gateway)', { skip: skip ?? false 
 
   async function run(room: Room): Promise<void> {
     const full = await dial(room, 'full', gw.urls.game, 'idlen');
-    const made = json(await full.client.call(MAKE, { seed: room.seed })) as { room: string };
+    const made = json(await full.client.call(MAKE, { kind: 'prop', params: { seed: room.seed } })) as { room: string };
     room.id = made.room;
     const proxy = await PausingProxy.start(gw.gamePort);
     proxies.push(proxy);

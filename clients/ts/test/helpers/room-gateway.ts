@@ -1,17 +1,15 @@
 /**
- * Starts the real gateway (cmd/gateway, as real-gateway.ts builds or finds
- * it) on the rooms property config that acceptance/rooms_property_test.go
- * uses too: acceptance/testdata/rooms_property.yaml with its listeners on
- * free ports and its scripts (rooms_property_lobby.lua,
+ * Starts the real gateway (cmd/gateway, with real-gateway.ts's
+ * launchGateway) on the rooms property config that
+ * acceptance/rooms_property_test.go uses too: acceptance/testdata/rooms_property.yaml with its listeners on
+ * free ports and its scripts (rooms_lobby.lua,
  * rooms_property_room.lua) by absolute path. Also a TCP proxy that can stop
  * reading from the gateway (a client that stops reading).
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { freePorts, gatewayBinary, repoRoot } from './real-gateway.js';
+import { launchGateway, repoRoot } from './real-gateway.js';
 
 export interface PropGateway {
   /** tcp://... of the idlen listener "game", tcp://... of the typelen "typed", ws://.../ws of the delimiter "web". */
@@ -29,27 +27,18 @@ export interface PropGateway {
 const testdata = path.join(repoRoot, 'acceptance', 'testdata');
 
 export async function startPropGateway(): Promise<PropGateway> {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'shield-ts-prop-'));
-  const bin = gatewayBinary(tmp);
-  const ports = await freePorts(3);
-  const [game, typed, web] = ports as [number, number, number];
-  const config = readFileSync(path.join(testdata, 'rooms_property.yaml'), 'utf8')
-    .replaceAll('{{GAME}}', `127.0.0.1:${game}`)
-    .replaceAll('{{TYPED}}', `127.0.0.1:${typed}`)
-    .replaceAll('{{WEB}}', `127.0.0.1:${web}`)
-    .replaceAll('{{LOBBY}}', JSON.stringify(path.join(testdata, 'rooms_property_lobby.lua')))
-    .replaceAll('{{ROOM}}', JSON.stringify(path.join(testdata, 'rooms_property_room.lua')));
-  const cfgFile = path.join(tmp, 'gateway.yaml');
-  writeFileSync(cfgFile, config);
-
-  const child = spawn(bin, ['run', '-c', cfgFile], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let tail = '';
+  const template = readFileSync(path.join(testdata, 'rooms_property.yaml'), 'utf8');
+  const config = ([game, typed, web]: number[]) =>
+    template
+      .replaceAll('{{GAME}}', `127.0.0.1:${game}`)
+      .replaceAll('{{TYPED}}', `127.0.0.1:${typed}`)
+      .replaceAll('{{WEB}}', `127.0.0.1:${web}`)
+      .replaceAll('{{LOBBY}}', JSON.stringify(path.join(testdata, 'rooms_lobby.lua')))
+      .replaceAll('{{ROOM}}', JSON.stringify(path.join(testdata, 'rooms_property_room.lua')));
   let partial = '';
   const counts = new Map<string, number>();
   const bump = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
-  child.stderr!.setEncoding('utf8');
-  child.stderr!.on('data', (d: string) => {
-    tail = (tail + d).slice(-64 * 1024);
+  const onStderr = (d: string) => {
     const lines = (partial + d).split('\n');
     partial = lines.pop()!;
     for (const line of lines) {
@@ -64,63 +53,16 @@ export async function startPropGateway(): Promise<PropGateway> {
       const pid = rec['arg.player_id'] ?? rec['player_id'];
       if (typeof pid === 'string') bump(`${msg}\u0000${pid}`);
     }
-  });
-  let done = false;
-  const exited = new Promise<number | null>((resolve) => {
-    child.once('exit', (code) => {
-      done = true;
-      resolve(code);
-    });
-    child.once('error', (e) => {
-      tail += `cannot run ${bin}: ${e.message}\n`;
-      done = true;
-      resolve(null);
-    });
-  });
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  const stop = async (ms = 5000) => {
-    if (!done) {
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), ms);
-      await exited;
-      clearTimeout(t);
-    }
-    process.off('exit', killOnExit);
-    rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
   };
-  try {
-    const deadline = Date.now() + 30_000;
-    for (const port of ports) {
-      for (;;) {
-        if (done) throw new Error(`the gateway exited before listening:\n${tail}\nconfig:\n${config}`);
-        if (await canConnect(port)) break;
-        if (Date.now() > deadline) throw new Error(`the gateway did not listen on ${port} within 30 s:\n${tail}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-  } catch (e) {
-    await stop(1000);
-    throw e;
-  }
+  const gw = await launchGateway(3, config, { tmpPrefix: 'shield-ts-prop-', keep: 'last', onStderr });
+  const [game, typed, web] = gw.ports as [number, number, number];
   return {
     urls: { game: `tcp://127.0.0.1:${game}`, typed: `tcp://127.0.0.1:${typed}`, web: `ws://127.0.0.1:${web}/ws` },
     gamePort: game,
     count: (msg, playerId) => counts.get(playerId === undefined ? msg : `${msg}\u0000${playerId}`) ?? 0,
-    logs: () => tail,
-    stop,
+    logs: gw.logs,
+    stop: gw.stop,
   };
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }
 
 /**
