@@ -90,8 +90,8 @@ type BindRequest struct {
 	// which the new target's client_bound reads as from.reason; empty for
 	// every other bind.
 	Left string
-	// Then is a push for this session alone, queued by the gateway right
-	// after the new binding is set: a room's END (docs/rooms.md §5.2),
+	// Then is a push for this session alone, queued by the gateway once
+	// the new binding is what its read loop sees: a room's END (docs/rooms.md §5.2),
 	// which must not reach the client before the epoch it answers to has
 	// moved, or a call sent on END could still find the room. Its Targets
 	// are ignored; nil for most binds; dropped with the bind if it fails.
