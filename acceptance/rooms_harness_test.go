@@ -26,10 +26,13 @@ const (
 	roomsEnter = 4
 	roomsHold  = 5
 	roomsPing  = 6
+	roomsPlay  = 7
+	roomsQuit  = 8
 
 	roomsState = 65520
 	roomsJoin  = 65522
 	roomsLeave = 65523
+	roomsMatch = 65524
 )
 
 // roomsConf is a gateway of the lobby and room kinds.
@@ -38,6 +41,7 @@ type roomsConf struct {
 	listener string        // more keys of the game listener, "" for none
 	session  string        // the session block's keys, "" for none
 	kinds    string        // the room kinds: items of actors: (see roomKind)
+	match    string        // the match block's keys, "" for none
 	timeout  time.Duration // bounds every call of the test
 	strict   bool          // a state frame that breaks the format fails the test
 }
@@ -55,8 +59,12 @@ func (c roomsConf) yaml() string {
 	b.WriteString("actors:\n" + roomKind("lobby", "rooms_lobby.lua", "",
 		"{id: 1, name: login, binding: login, requires_auth: false}", "{id: 2, name: make, binding: make}",
 		"{id: 3, name: ask, binding: ask}", "{id: 4, name: enter, binding: enter}",
-		"{id: 5, name: hold, binding: hold}", "{id: 6, name: ping, binding: ping}"))
+		"{id: 5, name: hold, binding: hold}", "{id: 6, name: ping, binding: ping}",
+		"{id: 7, name: play, binding: play}", "{id: 8, name: quit_play, binding: quit_play}"))
 	b.WriteString(c.kinds)
+	if c.match != "" {
+		fmt.Fprintf(&b, "match: {%s}\n", c.match)
+	}
 	return b.String()
 }
 

@@ -75,6 +75,15 @@ func Compile(path string, opts Options) (*Report, error) {
 	if opts.Metrics != nil {
 		ropts.Metrics = opts.Metrics
 	}
+	for _, q := range cfg.Match.Queues {
+		if cfg.HostsQueue(q.Name) {
+			spec := service.Queue{Config: q}
+			if opts.Metrics != nil {
+				spec.Metrics = opts.Metrics.Queue(q.Name)
+			}
+			ropts.Queues = append(ropts.Queues, spec)
+		}
+	}
 	rt, err := service.New(actorSpecs(cfg, table, schemas, w, opts), ropts)
 	if err != nil {
 		if w.tr != nil {

@@ -18,6 +18,9 @@ type Address struct {
 	// Room is a room's id (docs/rooms.md §4.4: {room = id}), or
 	// CreateRoom for shield.room.create's call to the kind Service.
 	Room string
+	// Queue is a matchmaking queue's name (docs/rooms.md §4.5): the
+	// call is shield.match.enqueue's or cancel's.
+	Queue string
 }
 
 // Call is a shield.call or shield.send from one VM to another service's

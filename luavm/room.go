@@ -70,6 +70,7 @@ type member struct {
 	ref         egress.ClientRef // the session at the room's epoch once live; the joiner's before
 	ret         egress.ActorID   // where the session goes back to
 	meta        lua.LValue
+	seat        lua.LValue // room_join's seat: nil, or the reservation it used
 	joinedAt    time.Time
 	holdTill    time.Time // a seat held for the join's bind, until live
 	live        bool      // the bind into the room was heard (Bound)
@@ -104,6 +105,8 @@ type room struct {
 	closeMsg  string
 	closed    bool
 	members   []*member // by join time
+	// reservations are the reserved seats by token (room_seats.go).
+	reservations map[string]*reservation
 	idleSince time.Time
 	failed    int // ticks failed in a row (on_tick_error continue)
 
@@ -172,7 +175,7 @@ func (vm *VM) installRoom(spec *RoomSpec) {
 	r.fields.RawSetString("state", L.NewTable())
 	for name, fn := range map[string]lua.LGFunction{
 		"members": vm.roomMembers, "member": vm.roomMember, "remove": vm.roomRemove,
-		"close": vm.roomClose, "view": vm.roomView,
+		"close": vm.roomClose, "view": vm.roomView, "reserve": vm.roomReserve,
 	} {
 		r.fields.RawSetString(name, L.NewFunction(fn))
 	}
@@ -229,6 +232,7 @@ func (vm *VM) memberTable(m *member) *lua.LTable {
 	t.RawSetString("player_id", lua.LString(m.playerID))
 	t.RawSetString("ref", vm.refTable(m.ref))
 	t.RawSetString("meta", m.meta)
+	t.RawSetString("seat", m.seat)
 	t.RawSetString("joined_at", lua.LNumber(m.joinedAt.UnixMilli()))
 	t.RawSetString("suspended", lua.LBool(m.suspended))
 	t.RawSetString("inputs_dropped", lua.LNumber(m.dropped))

@@ -33,15 +33,23 @@ func (vm *VM) RoomInit(c *Call) {
 	if len(c.Args) > 0 {
 		v, err := DecodeValue(vm.l, c.Args[0])
 		if err != nil {
-			vm.initDone(c, codes.New(codes.Unavailable, "room params: %v", err))
+			vm.initDone(c, nil, codes.New(codes.Unavailable, "room params: %v", err))
 			return
 		}
 		params = v
 	}
 	r.fields.RawSetString("params", params)
+	var tokens map[string]string
+	if len(c.Args) > 1 { // a match's seats (§9.2), reserved before room_init
+		var err error
+		if tokens, err = vm.reserveSeats(c.Args[1]); err != nil {
+			vm.initDone(c, nil, codes.New(codes.Unavailable, "%v", err))
+			return
+		}
+	}
 	fn := vm.hooks["room_init"]
 	if fn == nil {
-		vm.initDone(c, vm.walkVersion(0))
+		vm.initDone(c, tokens, vm.walkVersion(0))
 		return
 	}
 	t := &task{what: "room_init " + r.id, deadline: time.Now().Add(vm.spec.HandlerTimeout)}
@@ -52,19 +60,24 @@ func (vm *VM) RoomInit(c *Call) {
 		if err == nil {
 			err = vm.walkVersion(0)
 		}
-		vm.initDone(c, err)
+		vm.initDone(c, tokens, err)
 	}
 	vm.start(t, fn, vm.ctx, params)
 }
 
 // initDone answers the create and starts the tick grid, or closes the
-// room that never was.
-func (vm *VM) initDone(c *Call, err *codes.Error) {
+// room that never was. A create that reserved seats gets their tokens by
+// player_id as a second value.
+func (vm *VM) initDone(c *Call, tokens map[string]string, err *codes.Error) {
 	r := vm.room
 	res := &Result{To: c.From, ID: c.ID, Gen: c.Gen, Reply: c.Reply, Err: err}
 	if err == nil {
 		id, _ := json.Marshal(r.id)
 		res.Values = [][]byte{id}
+		if tokens != nil {
+			tb, _ := json.Marshal(tokens)
+			res.Values = append(res.Values, tb)
+		}
 		r.started, r.t0, r.grid = true, time.Now(), 1
 		r.idleSince = r.t0
 		r.m.Created("ok")
@@ -88,9 +101,11 @@ func (vm *VM) handleRoomCall(c *Call) bool {
 	switch c.Method {
 	case methodJoin:
 		vm.roomJoin(c)
+	case MethodRelease:
+		vm.releaseCall(c.Args)
 	case methodAbort:
 		if len(c.Args) > 0 {
-			if ref, ok := refOfJSON(c.Args[0]); ok {
+			if ref, ok := RefOfJSON(c.Args[0]); ok {
 				if m := vm.room.member(ref.PlayerID); m != nil && !m.live && m.ref.SessionID == ref.SessionID {
 					vm.room.remove(m)
 					vm.room.m.Leave("join_failed")
@@ -104,8 +119,9 @@ func (vm *VM) handleRoomCall(c *Call) bool {
 	return true
 }
 
-// refOfJSON reads a ClientRef copied out of a VM under the JSON mapping.
-func refOfJSON(b []byte) (egress.ClientRef, bool) {
+// RefOfJSON reads a ClientRef copied out of a VM under the JSON mapping
+// (RefJSON).
+func RefOfJSON(b []byte) (egress.ClientRef, bool) {
 	var v struct {
 		SessionID uint64 `json:"session_id"`
 		Epoch     uint64 `json:"epoch"`
@@ -127,7 +143,7 @@ func (vm *VM) roomJoin(c *Call) {
 			vm.host.Return(&Result{To: c.From, ID: c.ID, Gen: c.Gen, Reply: c.Reply, Err: err})
 		}
 	}
-	ref, ok := refOfJSON(c.Args[0])
+	ref, ok := RefOfJSON(c.Args[0])
 	switch {
 	case !ok || len(c.Args) < 2:
 		reply(codes.New(codes.Unavailable, "a malformed join"))
@@ -146,22 +162,33 @@ func (vm *VM) roomJoin(c *Call) {
 		}
 		r.remove(m) // a hold whose bind never came
 	}
-	if len(r.members) >= r.cfg.MaxMembers { // members and seats held for joins in progress
-		r.m.Join("full")
-		reply(codes.New(codes.RoomFull, "room %s has %d members (room.max_members %d)", r.id, len(r.members), r.cfg.MaxMembers))
-		return
-	}
 	var opts struct {
-		Meta json.RawMessage `json:"meta"`
+		Meta  json.RawMessage `json:"meta"`
+		Token *string         `json:"token"`
 	}
 	_ = json.Unmarshal(c.Args[1], &opts)
+	var seat *reservation
+	switch now := time.Now(); {
+	case opts.Token != nil:
+		if seat = r.takeSeat(*opts.Token, ref.PlayerID, now); seat == nil {
+			r.m.Join("reservation_invalid")
+			reply(codes.New(codes.ReservationInvalid, "the token is unknown, used, expired, or not for player %q in room %s", ref.PlayerID, r.id))
+			return
+		}
+	case r.seatsTaken() >= r.cfg.MaxMembers: // members, seats held for binds, reservations
+		r.m.Join("full")
+		reply(codes.New(codes.RoomFull, "room %s has %d members and %d reserved seats (room.max_members %d)",
+			r.id, len(r.members), len(r.reservations), r.cfg.MaxMembers))
+		return
+	}
 	meta := lua.LValue(lua.LNil)
 	if len(opts.Meta) > 0 {
 		if v, err := DecodeValue(vm.l, opts.Meta); err == nil {
 			meta = v
 		}
 	}
-	m := &member{playerID: ref.PlayerID, ref: ref, ret: c.From, meta: meta, joinedAt: time.Now(), holdTill: time.Now().Add(joinHold)}
+	m := &member{playerID: ref.PlayerID, ref: ref, ret: c.From, meta: meta, seat: vm.seatTable(seat),
+		joinedAt: time.Now(), holdTill: time.Now().Add(joinHold)}
 	r.members = append(r.members, m)
 	r.publish()
 	accept := func(vals []lua.LValue, err *codes.Error) {
@@ -190,7 +217,7 @@ func (vm *VM) roomJoin(c *Call) {
 		}
 		reply(err)
 	}
-	if !vm.hookTask("room_join", &ref, accept, vm.sessionClient(ref, "", clientRefOnly), meta, lua.LNil) {
+	if !vm.hookTask("room_join", &ref, accept, vm.sessionClient(ref, "", clientRefOnly), meta, m.seat) {
 		r.m.Join("ok")
 		reply(nil)
 	}
@@ -336,6 +363,7 @@ func (vm *VM) afterRoomRun() {
 		return
 	}
 	r.closed = true
+	r.reservations = nil // void (§10.3)
 	msg := r.closeMsg
 	for len(r.members) > 0 {
 		m := r.members[0]

@@ -21,6 +21,9 @@ type RoomMetrics interface {
 	StateEncoded(frame int)
 	StateRejected(reason string, n int)
 	Snapshot(cause string)
+	// Reservation counts a reserved seat's end: used, expired or
+	// unreachable.
+	Reservation(outcome string)
 }
 
 // The state frame kinds of RoomMetrics.StateFrames.
@@ -52,6 +55,7 @@ func (noRoomMetrics) StateFrames(int, int, int)              {}
 func (noRoomMetrics) StateEncoded(int)                       {}
 func (noRoomMetrics) StateRejected(string, int)              {}
 func (noRoomMetrics) Snapshot(string)                        {}
+func (noRoomMetrics) Reservation(string)                     {}
 
 // publish refreshes the room's RoomStats after a change of membership or
 // a tick.
@@ -68,6 +72,6 @@ func (r *room) publish() {
 		}
 	}
 	r.stats.Members.Store(live)
-	r.stats.Reserved.Store(held)
+	r.stats.Reserved.Store(held + int64(len(r.reservations)))
 	r.stats.Tick.Store(r.tick)
 }

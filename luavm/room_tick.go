@@ -71,7 +71,8 @@ func (vm *VM) RoomTick(now time.Time) {
 	}
 	r.m.Tick(now.Sub(at), time.Since(now), int(skipped))
 	r.publish()
-	if r.cfg.IdleClose > 0 && len(r.members) == 0 && now.Sub(r.idleSince) >= r.cfg.IdleClose {
+	vm.expireSeats(now)
+	if r.cfg.IdleClose > 0 && len(r.members) == 0 && len(r.reservations) == 0 && now.Sub(r.idleSince) >= r.cfg.IdleClose {
 		vm.closeRoom("idle", "")
 	}
 	vm.graceOver(now)

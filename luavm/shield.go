@@ -73,6 +73,7 @@ func (vm *VM) installShield() {
 	vm.installHTTP(sh, check)
 	vm.installKV(sh, check)
 	vm.installRooms(sh, check)
+	vm.installMatch(sh, check)
 
 	L.G.Global.RawSetString("shield", sh)
 	L.G.Global.RawGetString("package").(*lua.LTable).RawGetString("loaded").(*lua.LTable).RawSetString("shield", sh)

@@ -128,13 +128,13 @@ func (vm *VM) luaRoomAsk(L *lua.LState) int {
 			}
 		}
 	}
-	rb, _ := json.Marshal(refJSON(ref))
+	rb, _ := json.Marshal(RefJSON(ref))
 	ob, _ := json.Marshal(opts)
 	return vm.callRoom(L, t, &Call{To: Address{Room: id}, Method: methodJoin, Args: [][]byte{rb, ob}})
 }
 
-// refJSON is a ClientRef as the JSON mapping copies it.
-func refJSON(r egress.ClientRef) map[string]any {
+// RefJSON is a ClientRef as the JSON mapping copies it.
+func RefJSON(r egress.ClientRef) map[string]any {
 	m := map[string]any{"session_id": r.SessionID, "epoch": r.Epoch, "gateway": r.Gateway}
 	if r.PlayerID != "" {
 		m["player_id"] = r.PlayerID

@@ -48,6 +48,8 @@ type Metrics struct {
 	kv          *KV // nil until EnableKV (kv.go)
 	roomOnce    sync.Once
 	rooms       *roomVecs // nil until the first Room (rooms.go)
+	matchOnce   sync.Once
+	match       *matchVecs // nil until the first Queue (match.go)
 }
 
 // liveHeap adds go_gc_heap_live_bytes to the Go collector's metrics: the

@@ -14,7 +14,7 @@ type roomVecs struct {
 	lateness, tickSeconds            *prometheus.HistogramVec
 	inputs, inputsDropped            *prometheus.CounterVec
 	frames, bytes, encodes, rejected *prometheus.CounterVec
-	snapshots                        *prometheus.CounterVec
+	snapshots, reservations          *prometheus.CounterVec
 }
 
 // roomBuckets are §13's: a tick's lateness and its run, in seconds.
@@ -50,6 +50,8 @@ func newRoomVecs(r *prometheus.Registry) *roomVecs {
 		rejected: counter("shield_room_state_rejected_total", "State frames the egress refused, by kind and reason.", "reason"),
 		snapshots: counter("shield_room_snapshots_total",
 			"Snapshots sent, by kind and cause (join, view, behind, sync).", "cause"),
+		reservations: counter("shield_room_reservations_total",
+			"Reserved seats ended, by kind and outcome (used, expired, unreachable).", "outcome"),
 	}
 }
 
@@ -107,6 +109,11 @@ func (k *RoomKind) Closed(reason string) { k.v.closed.WithLabelValues(k.kind, re
 
 // Join counts a join's result.
 func (k *RoomKind) Join(result string) { k.v.joins.WithLabelValues(k.kind, result).Inc() }
+
+// Reservation counts a reserved seat's end by outcome.
+func (k *RoomKind) Reservation(outcome string) {
+	k.v.reservations.WithLabelValues(k.kind, outcome).Inc()
+}
 
 // Leave counts a leave by reason.
 func (k *RoomKind) Leave(reason string) { k.v.leaves.WithLabelValues(k.kind, reason).Inc() }

@@ -52,6 +52,9 @@ type Options struct {
 	// Node is this node's name: the end of every room id it makes
 	// (docs/rooms.md §3.1).
 	Node string
+	// Queues are the matchmaking queues this node hosts (docs/rooms.md
+	// §9.1); each forms rooms of a kind among the actors.
+	Queues []Queue
 	// Resources are what the VMs reach outside the runtime (the kv store,
 	// the HTTP client): each is started, in order, before any VM's init,
 	// and closed, in reverse order, after every actor has ended, so that
@@ -101,12 +104,13 @@ type Runtime struct {
 	metrics  Metrics
 	opts     Options
 	sink     atomic.Pointer[egress.Sink]
-	remote   Remote              // nil: one process; set before Start
-	services map[string][]*actor // by service name, indexed by instance; nil for an instance hosted elsewhere
-	gens     map[string]int      // code generations, by service; the reloading goroutine's (Reload runs one at a time)
-	outside  outsideCalls        // calls made from Go, see Call
-	rooms    rooms               // the room kinds and live rooms (rooms.go)
-	stopping atomic.Bool         // set by halt: no room is made any more
+	remote   Remote                 // nil: one process; set before Start
+	services map[string][]*actor    // by service name, indexed by instance; nil for an instance hosted elsewhere
+	gens     map[string]int         // code generations, by service; the reloading goroutine's (Reload runs one at a time)
+	outside  outsideCalls           // calls made from Go, see Call
+	rooms    rooms                  // the room kinds and live rooms (rooms.go)
+	queues   map[string]*queueActor // the match queues hosted here, by name (queues.go)
+	stopping atomic.Bool            // set by halt: no room is made any more
 
 	stopOnce  sync.Once
 	closeOnce sync.Once // closes the resources
@@ -128,7 +132,10 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 		opts.HeapCheckEvery = 20 * time.Millisecond
 	}
 	rt := &Runtime{log: opts.Logger, metrics: opts.Metrics, opts: opts, services: map[string][]*actor{}, gens: map[string]int{},
-		rooms: rooms{kinds: map[string]*roomKind{}, byID: map[string]*actor{}}}
+		rooms: rooms{kinds: map[string]*roomKind{}, byID: map[string]*actor{}}, queues: map[string]*queueActor{}}
+	for _, q := range opts.Queues {
+		rt.queues[q.Config.Name] = newQueueActor(rt, q)
+	}
 	if opts.Sink != nil {
 		rt.SetSink(opts.Sink)
 	}
@@ -299,6 +306,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		}
 	}
 	rt.each(func(a *actor) { go a.loop() })
+	rt.startQueues()
 	rt.watchStop, rt.watchDone = make(chan struct{}), make(chan struct{})
 	go rt.watchHeap()
 	if err := rt.Hook(ctx, "init"); err != nil {
@@ -328,6 +336,7 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 // It runs once, under stopOnce.
 func (rt *Runtime) halt() {
 	rt.stopping.Store(true)
+	rt.stopQueues() // no match forms any more
 	rt.each(func(a *actor) { a.control.push(quit{}) })
 	rt.each(func(a *actor) { <-a.done })
 	close(rt.watchStop)
@@ -450,6 +459,8 @@ func (rt *Runtime) Entry(service string, sessionID uint64) (egress.ActorID, *cod
 // Remote's to reach (its node checks the method).
 func (rt *Runtime) Route(c *luavm.Call) *codes.Error {
 	switch {
+	case c.To.Queue != "":
+		return rt.routeQueue(c)
 	case c.To.Room == luavm.CreateRoom:
 		return rt.createRoom(c)
 	case c.To.Room != "":
@@ -485,7 +496,7 @@ func (rt *Runtime) Route(c *luavm.Call) *codes.Error {
 // Return delivers a result to its VM's control lane, on this node or, in
 // a cluster, the caller's.
 func (rt *Runtime) Return(r *luavm.Result) {
-	if rt.returnOutside(r) {
+	if rt.returnOutside(r) || rt.returnQueue(r) {
 		return
 	}
 	if a := rt.actor(r.To); a != nil && r.Reply == "" {

@@ -1,7 +1,8 @@
 -- The lobby of every rooms_*_test.go (the harness is rooms_harness_test.go) and of the TS room tests: log in, make a room
 -- (of req.kind, default arena, with req.params, default {name = req.name}), ask a room's method
 -- through its {room = id} address, join a room from a handler (enter), hold the VM busy for req.ms
--- (hold), answer that the session is home (ping), and log members coming home.
+-- (hold), answer that the session is home (ping), queue for a match and cancel (play, quit_play),
+-- and log members coming home.
 local M = {}
 
 function M.login(ctx, client, req)
@@ -30,6 +31,14 @@ end
 
 function M.ping(ctx, client, req)
   return { home = true }
+end
+
+function M.play(ctx, client, req)
+  return { ticket = shield.match.enqueue(client, req.queue, req.props or {}, req.query) }
+end
+
+function M.quit_play(ctx, client, req)
+  return { cancelled = shield.match.cancel(req.ticket) }
 end
 
 function M.client_bound(ctx, client, from)

@@ -287,6 +287,29 @@ function shield.room.join(client, room_id, opts) end
 ---@return table?
 function shield.room.current() end
 
+---Matchmaking (docs/rooms.md §4.5, §9): each queue of the config's match block forms rooms of its
+---kind from compatible tickets and pushes each player a "matched" event on shield.match (65524)
+---with the room and a seat token for shield.room.join.
+---@class shield.match
+shield.match = {}
+
+---Puts the client's player in a queue and returns its ticket id, "<queue>/<16 hex>"; waits like
+---shield.call. The matched push goes to this client (its epoch now). Raises client_rpc.unavailable
+---(no such queue, the node is stopping), client_rpc.busy (max_tickets), client_rpc.already_queued
+---(the player waits in this queue), client_rpc.timeout; bad props or query raise a plain error.
+---@param client any A bound client or ClientRef.
+---@param queue string A queue of match.queues.
+---@param props table<string, string|number|boolean>? At most 16; keys of a-z 0-9 _, values <= 64 bytes.
+---@param query table<string, string|number|boolean|{min: number?, max: number?}>? Equality or a range per key.
+---@return string ticket
+function shield.match.enqueue(client, queue, props, query) end
+
+---Cancels a ticket: true if it was waiting (it is then in no match), false if it was matched,
+---expired, cancelled or unknown. Raises client_rpc.unavailable or client_rpc.timeout.
+---@param ticket string
+---@return boolean
+function shield.match.cancel(ticket) end
+
 ---A key-value store that survives restarts. Every function suspends only the calling
 ---coroutine (like shield.call), runs within the handler's budget and works inside pcall.
 ---Raises client_rpc.unavailable without a storage block or when the store cannot be reached,

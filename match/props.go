@@ -1,6 +1,7 @@
 package match
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -118,6 +119,50 @@ func checkScalar(where string, v any) error {
 		}
 	default:
 		return fmt.Errorf("%s: a string, number or boolean is required, got %T", where, v)
+	}
+	return nil
+}
+
+// MarshalJSON writes a term as the Lua API writes it (§4.5): the scalar
+// of an equality, or {"min": n, "max": n} with a bound left out.
+func (t Term) MarshalJSON() ([]byte, error) {
+	if t.Eq != nil {
+		return json.Marshal(t.Eq)
+	}
+	r := map[string]float64{}
+	if t.Min != nil {
+		r["min"] = *t.Min
+	}
+	if t.Max != nil {
+		r["max"] = *t.Max
+	}
+	return json.Marshal(r)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; CheckQuery then checks it.
+func (t *Term) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	r, ok := v.(map[string]any)
+	if !ok {
+		*t = Term{Eq: v}
+		return nil
+	}
+	*t = Term{}
+	for k, x := range r {
+		f, ok := x.(float64)
+		switch {
+		case !ok:
+			return fmt.Errorf("a range bound must be a number, got %T", x)
+		case k == "min":
+			t.Min = &f
+		case k == "max":
+			t.Max = &f
+		default:
+			return fmt.Errorf("a range is {min, max}, got key %q", k)
+		}
 	}
 	return nil
 }
