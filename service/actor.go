@@ -444,15 +444,28 @@ func (a *actor) kill() {
 }
 
 // drainDead answers what waits in the business lane of an actor whose VM
-// is gone; later messages are refused at enqueue, and those that slip in
-// between are answered by the loop.
+// is gone, and for a closed room its control lane too (a join's Bound
+// sends the session home); later messages are refused at enqueue, and
+// those that slip in between are answered by the loop.
 func (a *actor) drainDead() {
 	for {
 		m, ok := a.business.pop()
 		if !ok {
-			return
+			break
 		}
 		a.reject(m)
+	}
+	if !a.isRoom {
+		return
+	}
+	// A room's loop ends with its close (endRoom): what its control lane
+	// still holds has no VM to go to, and nothing is pushed there after.
+	for {
+		m, ok := a.control.pop()
+		if !ok {
+			return
+		}
+		a.rejectControl(m)
 	}
 }
 
@@ -497,6 +510,12 @@ func (a *actor) rejectControl(m any) {
 	case setLimits:
 		a.business.setLimit(m.mailbox)
 		m.done <- struct{}{}
+	case *ingress.Bound:
+		if a.isRoom {
+			// A join's bind the closed room never heard: the session
+			// goes home, with its END.
+			a.rt.bindBackClosed(a.id, m)
+		}
 	}
 }
 

@@ -8,11 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/config"
+	"github.com/shieldrpc/shield/descriptor"
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/ingress"
 	"github.com/shieldrpc/shield/luavm"
+	"github.com/shieldrpc/shield/statesync"
 )
 
 // roomKind is a service with a room block (docs/rooms.md §1): no VM of
@@ -283,7 +286,8 @@ func (a *actor) closeRoomNow() {
 
 // controlRoom puts a session message on a room's control lane, under the
 // rooms' read lock. A bind into a room that closed meanwhile sends the
-// session back to its return target: nothing would ever do it otherwise.
+// session back to its return target, with its END (bindBackClosed):
+// nothing would ever do either otherwise.
 func (rt *Runtime) controlRoom(target egress.ActorID, m any) {
 	rt.rooms.mu.RLock()
 	a := rt.rooms.byID[target.Room]
@@ -293,11 +297,58 @@ func (rt *Runtime) controlRoom(target egress.ActorID, m any) {
 		return
 	}
 	rt.rooms.mu.RUnlock()
-	b, ok := m.(*ingress.Bound)
+	if b, ok := m.(*ingress.Bound); ok {
+		rt.bindBackClosed(target, b)
+	}
+}
+
+// bindBackClosed binds b's session, which a join bound to room after the
+// room closed, back to its return target with leave reason room_closed,
+// and END (reason room_closed) queued by that bind (egress.BindRequest.
+// Then, docs/rooms.md §5.2), as the room's own leave would
+// (luavm's bindBack): a client's join then ends at once, home again,
+// instead of waiting for a SNAPSHOT. END is built from the kind as it is
+// now (its push codecs, room.max_frame_bytes).
+//
+// The bind back runs on a goroutine of its own: controlRoom is called
+// from the gateway's Bound hook, under the session registry's lock and the
+// session's, which a bind takes again; and the binding that Bound
+// announces is published only once the hook has returned. The bind back
+// waits for those locks, then finds that binding (its epoch, the room as
+// its target) and moves it home.
+func (rt *Runtime) bindBackClosed(room egress.ActorID, b *ingress.Bound) {
 	sink := rt.Sink()
-	if !ok || sink == nil || b.Return.IsZero() {
+	if sink == nil || b.Return.IsZero() {
 		return
 	}
-	sink.Bind(&egress.BindRequest{Ref: b.Ref, PlayerID: b.Ref.PlayerID, Target: b.Return, Caller: target, Left: "room_closed"},
-		func(egress.ClientRef, *codes.Error) {})
+	keys, limit := []string{codec.JSONName}, 0
+	var metrics luavm.RoomMetrics
+	rt.rooms.mu.RLock()
+	if k := rt.rooms.kinds[room.Service]; k != nil {
+		if len(k.spec.PushCodecs) > 0 {
+			keys = k.spec.PushCodecs
+		}
+		limit = k.cfg.MaxFrameBytes
+		if k.spec.Room != nil {
+			metrics = k.spec.Room.Metrics
+		}
+	}
+	rt.rooms.mu.RUnlock()
+	body := statesync.AppendEnd(nil, "room_closed", "", limit)
+	bodies := make(map[string][]byte, len(keys)) // the same bytes under every codec (§8.1)
+	for _, k := range keys {
+		bodies[k] = body
+	}
+	req := &egress.BindRequest{Ref: b.Ref, PlayerID: b.Ref.PlayerID, Target: b.Return, Caller: room, Left: "room_closed",
+		Then: &egress.Push{RouteID: descriptor.RouteRoomState, Bodies: bodies, Targets: []egress.ClientRef{b.Ref}}}
+	go sink.Bind(req, func(_ egress.ClientRef, err *codes.Error) {
+		// The session closed, or was kicked, meanwhile: nothing to undo.
+		switch {
+		case metrics == nil:
+		case err == nil:
+			metrics.StateFrames(luavm.FrameEnd, 1, len(body)) // queued with the bind
+		default:
+			metrics.StateRejected(err.Code.Reason(), 1)
+		}
+	})
 }
