@@ -171,12 +171,25 @@ func (r *Room) wait(ctx context.Context, cond func() bool) error {
 // for the room's SNAPSHOT: once Join returns the state is there, and
 // inputs may go out (§8.3 step 4). The room's refusal comes back as a
 // *codes.Error (client_rpc.join_refused, room_full, in_room, a business
-// code, ...).
+// code, ...); a room that ended the membership before its SNAPSHOT was
+// applied (it closed meanwhile) as an *EndedError.
 func (r *Room) Join(ctx context.Context, room string, meta any) error {
+	return r.JoinToken(ctx, room, "", meta)
+}
+
+// JoinToken is Join with a reserved seat's token (a matched event's,
+// docs/rooms.md §9.3); "" joins without one.
+func (r *Room) JoinToken(ctx context.Context, room, token string, meta any) error {
 	req := map[string]any{"room": room}
+	if token != "" {
+		req["token"] = token
+	}
 	if meta != nil {
 		req["meta"] = meta
 	}
+	r.mu.Lock()
+	before := r.ends
+	r.mu.Unlock()
 	var joined struct{ Room string }
 	if err := r.c.Call(ctx, RouteRoomJoin, req, &joined); err != nil {
 		return err
@@ -184,7 +197,34 @@ func (r *Room) Join(ctx context.Context, room string, meta any) error {
 	if joined.Room != room {
 		return fmt.Errorf("client: the join answered room %q, want %q", joined.Room, room)
 	}
-	return r.wait(ctx, func() bool { return r.in && r.tr.RoomID() == room })
+	var end *EndedError
+	err := r.wait(ctx, func() bool {
+		if r.in && r.tr.RoomID() == room {
+			return true
+		}
+		if r.ends > before {
+			end = &EndedError{Room: room, Reason: r.end.Reason, Message: r.end.Message}
+			return true
+		}
+		return false
+	})
+	if err == nil && end != nil {
+		return end
+	}
+	return err
+}
+
+// EndedError is a Join whose membership ended (END) before its SNAPSHOT
+// was applied: the session is home again.
+type EndedError struct {
+	Room, Reason, Message string
+}
+
+func (e *EndedError) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("client: room %s ended the join (%s: %s)", e.Room, e.Reason, e.Message)
+	}
+	return fmt.Sprintf("client: room %s ended the join (%s)", e.Room, e.Reason)
 }
 
 // Leave sends shield.room.leave and waits for END: once Leave returns the

@@ -492,6 +492,18 @@ var ROOM_ROUTES = {
   /** s2c push: a matchmaking event, JSON. */
   match: 65524
 };
+var RoomEndedError = class extends Error {
+  room;
+  reason;
+  endMessage;
+  constructor(room, end) {
+    super(`room ${room} ended the join (${end.reason}${end.message ? `: ${end.message}` : ""})`);
+    this.name = "RoomEndedError";
+    this.room = room;
+    this.reason = end.reason;
+    this.endMessage = end.message;
+  }
+};
 var StateFrameError = class extends Error {
   name = "StateFrameError";
   code = "client.bad_state_frame";
@@ -1040,12 +1052,15 @@ var Room = class _Room {
     const body = { room };
     if (options.token !== void 0) body["token"] = options.token;
     if (meta !== void 0) body["meta"] = meta;
+    const before = this.#ends;
     const t0 = Date.now();
     const timeout = options.timeout ?? this.#callTimeoutMs;
     const answer = jsonOf(await this.#client.call(ROOM_ROUTES.join, body, callOptions(timeout, options.signal)));
     const joined = typeof answer === "object" && answer !== null ? answer.room : void 0;
     if (joined !== room) throw new Error(`the join answered room ${JSON.stringify(joined)}, want ${JSON.stringify(room)}`);
-    await this.#wait(() => this.inRoom && this.#rs.roomId === room, remaining(t0, timeout), options.signal, true, `the SNAPSHOT of ${room}`);
+    const inIt = () => this.inRoom && this.#rs.roomId === room;
+    await this.#wait(() => inIt() || this.#ends > before, remaining(t0, timeout), options.signal, true, `the SNAPSHOT of ${room}`);
+    if (!inIt() && this.#end !== void 0) throw new RoomEndedError(room, this.#end);
   }
   /**
    * Sends `shield.room.leave` and waits for END: once it resolves the session
@@ -1888,6 +1903,7 @@ export {
   ProtocolError,
   ROOM_ROUTES,
   Room,
+  RoomEndedError,
   RoomState,
   ShieldError,
   StateFrameError,

@@ -40,6 +40,7 @@ export {
   decodeStateFrame,
   statePointer,
   Room,
+  RoomEndedError,
   RoomState,
   StateFrameError,
   MAX_VERSION_OPS,

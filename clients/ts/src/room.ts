@@ -54,6 +54,23 @@ export type StateFrame =
  * frame: byte N: ...` (N the offset of the field at fault) or `state frame:
  * op N (SET /a/b): ...`.
  */
+/**
+ * A join whose membership ended (END) before its SNAPSHOT was applied, the
+ * room having closed meanwhile: the session is home again.
+ */
+export class RoomEndedError extends Error {
+  readonly room: string;
+  readonly reason: string;
+  readonly endMessage: string;
+  constructor(room: string, end: RoomEnd) {
+    super(`room ${room} ended the join (${end.reason}${end.message ? `: ${end.message}` : ''})`);
+    this.name = 'RoomEndedError';
+    this.room = room;
+    this.reason = end.reason;
+    this.endMessage = end.message;
+  }
+}
+
 export class StateFrameError extends Error {
   override readonly name = 'StateFrameError';
   readonly code = 'client.bad_state_frame';
@@ -810,12 +827,15 @@ export class Room {
     const body: Record<string, unknown> = { room };
     if (options.token !== undefined) body['token'] = options.token;
     if (meta !== undefined) body['meta'] = meta;
+    const before = this.#ends;
     const t0 = Date.now();
     const timeout = options.timeout ?? this.#callTimeoutMs;
     const answer = jsonOf(await this.#client.call(ROOM_ROUTES.join, body, callOptions(timeout, options.signal)));
     const joined = typeof answer === 'object' && answer !== null ? (answer as { room?: unknown }).room : undefined;
     if (joined !== room) throw new Error(`the join answered room ${JSON.stringify(joined)}, want ${JSON.stringify(room)}`);
-    await this.#wait(() => this.inRoom && this.#rs.roomId === room, remaining(t0, timeout), options.signal, true, `the SNAPSHOT of ${room}`);
+    const inIt = () => this.inRoom && this.#rs.roomId === room;
+    await this.#wait(() => inIt() || this.#ends > before, remaining(t0, timeout), options.signal, true, `the SNAPSHOT of ${room}`);
+    if (!inIt() && this.#end !== undefined) throw new RoomEndedError(room, this.#end);
   }
 
   /**

@@ -1,7 +1,8 @@
 // Client.room() against the fake gateway, for what the real one does not
 // show on demand: syncs on gaps (at most one a second), one sync after
 // session.resumed, a SNAPSHOT before the join's answer and an END before the
-// leave's (count, do not order), and a new session forgetting the room.
+// leave's (count, do not order), an END instead of the SNAPSHOT, and a new
+// session forgetting the room.
 // Frames are docs/rooms.md §8.2's worked example (room
 // arena/9f3c2a1b4d5e6f70@gw-1, version 41, then 42).
 import assert from 'node:assert/strict';
@@ -9,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ClosedError, connect, ROOM_ROUTES, type Client, type RoomEnd, type RoomGap } from '@shieldrpc/client/node';
+import { ClosedError, connect, RoomEndedError, ROOM_ROUTES, type Client, type RoomEnd, type RoomGap } from '@shieldrpc/client/node';
 import { FakeGateway, idlenMessage, streamFrame, until, type ServerConn } from './helpers/fake-gateway.js';
 
 const repo = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -125,6 +126,17 @@ describe('Client.room() on the fake gateway', () => {
     const rejected = assert.rejects(q, ClosedError);
     await c.close();
     await rejected;
+  });
+
+  test('an END before the SNAPSHOT (the room closed meanwhile) rejects the join with RoomEndedError', async (t) => {
+    const { c, s } = await setup(t);
+    const room = c.room();
+    const p = room.join(ROOM, undefined, { timeout: 5000 });
+    const f = await s.next();
+    s.send({ kind: 'response', route: ROOM_ROUTES.join, rid: f.rid, body: JSON.stringify({ room: ROOM }) });
+    s.sendRaw(example().end);
+    await assert.rejects(p, (e: unknown) => e instanceof RoomEndedError && e.room === ROOM && e.reason === 'timeout');
+    assert.equal(room.inRoom, false);
   });
 
   test('one sync after session.resumed; a new session forgets the room with reason closed', async (t) => {
