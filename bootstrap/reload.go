@@ -195,12 +195,6 @@ func validate(path string, opts Options) (*config.Config, *descriptor.Table, err
 			errs = append(errs, &config.Error{File: cfg.File, Line: l.Line, Msg: fmt.Sprintf("listener %q: %v", l.Name, err)})
 		}
 	}
-	if c := cfg.Cluster; c != nil && cfg.HasRooms() {
-		// The config's contract is whole (docs/rooms.md §2, §11); the
-		// cluster's room subjects and messages are not built yet.
-		errs = append(errs, &config.Error{File: cfg.File, Line: c.Line,
-			Msg: "cluster: rooms and match queues do not run in a cluster yet (docs/rooms.md §16 step 7): run them on a node without cluster"})
-	}
 	if len(errs) > 0 {
 		return nil, nil, errs.Err()
 	}

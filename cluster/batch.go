@@ -26,7 +26,7 @@ import (
 // in order (the gateway's allDeliverer): a local target takes them from
 // the runtime; a remote one gets them in one message, all or none.
 func (n *Node) DeliverAll(target egress.ActorID, ins []*ingress.ClientIngress) (int, *codes.Error) {
-	if n.rt.Hosted(target) {
+	if n.local(target) {
 		return n.rt.DeliverAll(target, ins)
 	}
 	if len(ins) == 1 {

@@ -96,12 +96,16 @@ type nodeSpec struct {
 	session   string // extra session keys, e.g. "duplicate_login: reject_new"
 	top       string // extra top-level YAML, e.g. a storage block
 	instances int    // player instances; 0: 2
+	yaml      string // the whole config instead (rooms_test.go); the fields above then do not apply
 }
 
 // config is the node's file: the example game's actors with its real
 // scripts, plus front and calc (testdata).
 func (s nodeSpec) config(t testing.TB) string {
 	t.Helper()
+	if s.yaml != "" {
+		return s.yaml
+	}
 	abs := func(p string) string {
 		a, err := filepath.Abs(p)
 		if err != nil {

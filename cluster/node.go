@@ -70,6 +70,10 @@ type Node struct {
 	subj subjects
 	rt   *service.Runtime
 	gw   *gateway.Gateway // nil: no listeners (a service node); set by AttachGateway
+	// roomKinds are the room kinds this node hosts, and roomMax their
+	// max_rooms, for its heartbeat (rooms.go).
+	roomKinds []string
+	roomMax   map[string]int
 	// replies are the answers onReply holds for the gateway, on the
 	// replies subscription's goroutine only (remote.go).
 	replies []*egress.Response
@@ -143,14 +147,28 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	n := &Node{cfg: cfg, cl: cfg.Cluster, name: cfg.Node.Name, subj: newSubjects(cfg.Cluster.Prefix, instances),
 		rt: o.Runtime, m: o.Metrics, cm: o.Metrics.EnableCluster(), log: o.Logger.With("node", cfg.Node.Name),
 		onFatal: o.OnFatal, embedded: o.Embedded, budgets: map[string]time.Duration{}, pend: newPendingTable(), peers: newPeerTable(),
-		owners: newOwners(), stop: make(chan struct{})}
+		owners: newOwners(), stop: make(chan struct{}), roomMax: map[string]int{}}
 	n.self = &peer{name: n.name, inc: incarnation(), gateway: len(cfg.Network.Listeners) > 0, hash: TableHash(cfg, o.Table),
 		started: time.Now().UnixNano()}
 	for i := range cfg.Actors {
 		a := &cfg.Actors[i]
 		n.budgets[a.Name] = a.HandlerTimeout
+		if a.Room != nil {
+			// A room kind is hosted by many nodes at once: no instance
+			// of its own, its rooms are reached by their ids.
+			if len(cfg.HostedInstances(a.Name)) > 0 {
+				n.roomKinds = append(n.roomKinds, a.Name)
+				n.roomMax[a.Name] = a.Room.MaxRooms
+			}
+			continue
+		}
 		for _, inst := range cfg.HostedInstances(a.Name) {
 			n.self.instances = append(n.self.instances, egress.ActorID{Service: a.Name, Instance: inst})
+		}
+	}
+	for _, q := range cfg.Match.Queues {
+		if cfg.HostsQueue(q.Name) {
+			n.self.instances = append(n.self.instances, service.QueueActor(q.Name))
 		}
 	}
 	n.edge.Store(o.Table.Edge())
@@ -201,6 +219,12 @@ func TableHash(cfg *config.Config, t *descriptor.Table) string {
 	}
 	for _, a := range cfg.Actors {
 		fmt.Fprintf(h, "actor %q %d\n", a.Name, a.Instances)
+		if a.Room != nil {
+			fmt.Fprintf(h, "room kind %q\n", a.Name) // docs/rooms.md §11.2
+		}
+	}
+	for _, q := range cfg.Match.Queues {
+		fmt.Fprintf(h, "queue %q %q\n", q.Name, q.Room)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -454,6 +478,15 @@ func (n *Node) serve() error {
 		}
 		subs = append(subs, sub)
 	}
+	if len(n.roomKinds) > 0 {
+		for subject, h := range map[string]nats.MsgHandler{n.subj.roomsOf(n.name): n.onRoom, n.subj.creates(n.name): n.onCreate} {
+			sub, err := n.subscribe(subject, h)
+			if err != nil {
+				return err
+			}
+			subs = append(subs, sub)
+		}
+	}
 	n.subsMu.Lock()
 	n.serveSubs = subs
 	n.subsMu.Unlock()
@@ -557,7 +590,16 @@ func (n *Node) fatal(err error) {
 func instanceNames(as []egress.ActorID) []string {
 	out := make([]string, len(as))
 	for i, a := range as {
-		out[i] = a.Service + "/" + strconv.Itoa(a.Instance)
+		out[i] = instanceName(a)
 	}
 	return out
+}
+
+// instanceName is an instance as the logs and errors name it: service/i,
+// or "match/<queue>" for a match queue.
+func instanceName(a egress.ActorID) string {
+	if a.Service == service.QueueService {
+		return "match/" + a.Room
+	}
+	return a.Service + "/" + strconv.Itoa(a.Instance)
 }

@@ -8,6 +8,7 @@ import (
 
 	pb "github.com/shieldrpc/shield/cluster/clusterpb"
 	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/service"
 )
 
 // peer is what this node knows of another node from its presence
@@ -19,9 +20,10 @@ type peer struct {
 	instances []egress.ActorID
 	hash      string
 	started   int64
-	last      time.Time // when it was last heard from
-	joining   bool      // it is still checking its start (SPEC §10 refusals): it hosts nothing yet
-	links     uint64    // its NATS connection's comings-up, as it last said
+	last      time.Time      // when it was last heard from
+	joining   bool           // it is still checking its start (SPEC §10 refusals): it hosts nothing yet
+	links     uint64         // its NATS connection's comings-up, as it last said
+	rooms     []*pb.RoomLoad // the room kinds it hosts, with their load (docs/rooms.md §3.2)
 }
 
 func (p *peer) String() string { return p.name + " (" + p.inc + ")" }
@@ -38,7 +40,7 @@ func (p *peer) before(q *peer) bool {
 
 func peerOf(m *pb.Presence, now time.Time) *peer {
 	p := &peer{name: m.Node, inc: m.Incarnation, gateway: m.Gateway, hash: m.TableHash, started: m.StartedUnixNano,
-		last: now, joining: m.Kind == pb.Presence_JOINING, links: m.Links}
+		last: now, joining: m.Kind == pb.Presence_JOINING, links: m.Links, rooms: m.Rooms}
 	for _, a := range m.Instances {
 		p.instances = append(p.instances, actorOf(a))
 	}
@@ -65,6 +67,12 @@ func newPeerTable() *peerTable {
 func (t *peerTable) hostOf(a egress.ActorID) string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	if node := roomNode(a); node != "" {
+		if t.hostsKindLocked(node, a.Service) {
+			return node
+		}
+		return ""
+	}
 	return t.host[a]
 }
 
@@ -108,6 +116,9 @@ func (t *peerTable) heard(p *peer) (replaced *peer, joined, relinked bool) {
 	old := t.byName[p.name]
 	if old != nil && old.inc == p.inc {
 		old.last = p.last
+		if !p.joining {
+			old.rooms = p.rooms // the load moves with every heartbeat
+		}
 		relinked = old.links != 0 && p.links > old.links
 		old.links = max(old.links, p.links)
 		if old.joining && !p.joining {
@@ -219,9 +230,13 @@ func (t *peerTable) conflict(self *peer) error {
 			return fmt.Errorf("cluster: node name %q is taken by %s (incarnation %s)", self.name, state, p.inc)
 		}
 		for _, a := range self.instances {
-			if slices.Contains(p.instances, a) {
-				return fmt.Errorf("cluster: %s/%d is already hosted by node %s", a.Service, a.Instance, p.name)
+			if !slices.Contains(p.instances, a) {
+				continue
 			}
+			if a.Service == service.QueueService {
+				return fmt.Errorf("cluster: match queue %s is already hosted by node %s", a.Room, p.name)
+			}
+			return fmt.Errorf("cluster: %s/%d is already hosted by node %s", a.Service, a.Instance, p.name)
 		}
 		if !p.joining && p.hash != self.hash {
 			return fmt.Errorf("cluster: the route table or actors' instances differ from node %s's (table hash %.12s here, %.12s there): every node must load the same actors block", p.name, self.hash, p.hash)

@@ -84,6 +84,7 @@ func (n *Node) announce(kind pb.Presence_Kind) {
 		for _, a := range n.self.instances {
 			m.Instances = append(m.Instances, actorPB(a))
 		}
+		m.Rooms = n.roomLoads()
 	}
 	n.publishPresence(m)
 }
@@ -221,6 +222,9 @@ func (n *Node) afterDeparture(p *peer) {
 	}
 	if n.gw != nil && len(p.instances) > 0 {
 		n.closeTargetLost(p)
+	}
+	if n.gw != nil && len(p.rooms) > 0 {
+		n.roomsLost(p)
 	}
 	if p.gateway {
 		for _, s := range n.owners.gatewayLost(p.name) {

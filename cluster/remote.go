@@ -11,6 +11,7 @@ import (
 	"github.com/shieldrpc/shield/egress"
 	"github.com/shieldrpc/shield/luavm"
 	"github.com/shieldrpc/shield/metrics"
+	"github.com/shieldrpc/shield/service"
 )
 
 // The service.Remote half: shield.call and shield.send to instances other
@@ -24,9 +25,18 @@ import (
 // unavailable at once.
 func (n *Node) Route(to egress.ActorID, c *luavm.Call) *codes.Error {
 	node := n.peers.hostOf(to)
-	if node == "" {
-		return unavailable("no live node hosts %s/%d", to.Service, to.Instance)
+	switch {
+	case node == "" && to.Room != "" && to.Service != service.QueueService:
+		return codes.New(codes.Unavailable, "room %s: its node is not live", to.Room)
+	case node == "":
+		return unavailable("no live node hosts %s", instanceName(to))
 	}
+	return n.sendCall(node, n.subj.instance(to), c)
+}
+
+// sendCall sends a call or a send to node on subject; a call waits for
+// its Result on this node's reply subject.
+func (n *Node) sendCall(node, subject string, c *luavm.Call) *codes.Error {
 	if !n.connected.Load() {
 		return unavailable("the cluster's NATS is unreachable")
 	}
@@ -43,9 +53,9 @@ func (n *Node) Route(to egress.ActorID, c *luavm.Call) *codes.Error {
 	data := marshal(callPB(c, now))
 	var err error
 	if reply == "" {
-		err = n.nc.Publish(n.subj.instance(to), data) // a send: no answer, so no reply subject
+		err = n.nc.Publish(subject, data) // a send: no answer, so no reply subject
 	} else {
-		err = n.nc.PublishRequest(n.subj.instance(to), reply, data)
+		err = n.nc.PublishRequest(subject, reply, data)
 	}
 	if err != nil {
 		if id != 0 {

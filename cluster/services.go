@@ -40,7 +40,7 @@ func (n *Node) Crowded(target egress.ActorID) bool {
 // reply subject; until then the frame is pending, and the death of that
 // node, a lost connection or the budget settles it instead.
 func (n *Node) Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.Error {
-	if n.rt.Hosted(target) {
+	if n.local(target) {
 		return n.rt.Deliver(target, in)
 	}
 	node := n.peers.hostOf(target)
@@ -80,7 +80,7 @@ func (n *Node) Deliver(target egress.ActorID, in *ingress.ClientIngress) *codes.
 // on the node hosting the target. A target with no live host is gone, and
 // so is the message.
 func (n *Node) Control(target egress.ActorID, m any) {
-	if n.rt.Hosted(target) {
+	if n.local(target) {
 		n.owners.lifecycle(target, m)
 		n.rt.Control(target, m)
 		return

@@ -130,7 +130,7 @@ func (n *Node) Kick(ref egress.ClientRef, reason string) *codes.Error {
 // that suspends only the calling coroutine. A target with no live host is
 // unavailable at once, a ref naming no live gateway gateway_mismatch.
 func (n *Node) Bind(b *egress.BindRequest, done egress.BindDone) {
-	if !n.rt.Hosted(b.Target) && n.peers.hostOf(b.Target) == "" {
+	if !n.local(b.Target) && n.peers.hostOf(b.Target) == "" {
 		done(egress.ClientRef{}, unavailable("no live node hosts %s/%d", b.Target.Service, b.Target.Instance))
 		return
 	}
@@ -138,7 +138,9 @@ func (n *Node) Bind(b *egress.BindRequest, done egress.BindDone) {
 	// session is no longer that VM's to hear about.
 	caller := b.Caller
 	moved := func(ref egress.ClientRef, err *codes.Error) {
-		if err == nil && caller != b.Target && n.rt.Hosted(caller) {
+		// A bind into a room keeps the session home's (docs/rooms.md
+		// §11.3): its hold of the player stays, for a second login.
+		if err == nil && caller != b.Target && b.Target.Room == "" && n.rt.Hosted(caller) {
 			n.owners.moved(caller, b.Ref)
 		}
 		done(ref, err)
@@ -153,12 +155,6 @@ func (n *Node) Bind(b *egress.BindRequest, done egress.BindDone) {
 	case !n.connected.Load():
 		done(egress.ClientRef{}, unavailable("the cluster's NATS is unreachable"))
 		return
-	}
-	if b.Then != nil {
-		// The bind's wire form has no Then yet (rooms in a cluster are
-		// docs/rooms.md §16's step 7): pushed first, as before, so that
-		// the client still gets it, only maybe before the epoch moves.
-		n.Push(b.Then)
 	}
 	id, ok := n.pend.add(&pending{node: b.Ref.Gateway, bind: moved, deadline: time.Now().Add(bindWait)})
 	if !ok {
@@ -257,6 +253,11 @@ func (n *Node) localBind(b *egress.BindRequest, done egress.BindDone) {
 // claim asks the player's owning shard, here or on its node, who holds
 // the player, and reserves it for b's session (unless held under reject).
 func (n *Node) claim(b *egress.BindRequest, reject bool) (egress.ClientRef, bool, *codes.Error) {
+	if b.Target.Room != "" || b.Caller.Room != "" {
+		// Into a room, or a room's bind back home: the player's hold
+		// stays with its home shard throughout (docs/rooms.md §11.3).
+		return egress.ClientRef{}, false, nil
+	}
 	if n.rt.Hosted(b.Target) {
 		holder, held := n.owners.claim(b.PlayerID, b.Ref, reject, n.liveGateway, time.Now())
 		return holder, held, nil
@@ -271,6 +272,9 @@ func (n *Node) claim(b *egress.BindRequest, reject bool) (egress.ClientRef, bool
 
 // release gives back the reservation of a bind that failed.
 func (n *Node) release(b *egress.BindRequest) {
+	if b.Target.Room != "" || b.Caller.Room != "" {
+		return // claim took nothing
+	}
 	if n.rt.Hosted(b.Target) {
 		n.owners.release(b.PlayerID, b.Ref)
 		return

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/service"
 )
 
 // The subjects of a cluster, all under cluster.prefix (SPEC §10):
@@ -13,6 +14,9 @@ import (
 //	<prefix>.gw.<node>                 one per gateway node: pushes, kicks, binds
 //	<prefix>.reply.<node>.<id>         answers to what node sent with that id (one wildcard subscription)
 //	<prefix>.presence                  heartbeats, probes, joins, leaves, verdicts
+//	<prefix>.room.<node>.<kind>.<hex>  one per room (docs/rooms.md §11.1): what <prefix>.svc carries for an instance
+//	<prefix>.rooms.<node>              one per node hosting a room kind: the creates placed there
+//	<prefix>.match.<queue>             one per match queue: enqueues and cancels
 //
 // Service and node names are config names; a node name may hold '.', which
 // would split a token, so names are escaped (token).
@@ -36,8 +40,27 @@ func (s subjects) instance(a egress.ActorID) string {
 	if subj, ok := s.instances[a]; ok {
 		return subj
 	}
+	switch {
+	case a.Service == service.QueueService:
+		return s.prefix + ".match." + token(a.Room)
+	case a.Room != "":
+		return s.room(a.Room)
+	}
 	return s.makeInstance(a)
 }
+
+// room is a room's subject, <prefix>.room.<node>.<kind>.<hex>: its node
+// serves all its rooms with one subscription (roomsOf).
+func (s subjects) room(id string) string {
+	kind, rest, _ := strings.Cut(id, "/")
+	hex, node, _ := strings.Cut(rest, "@")
+	return s.prefix + ".room." + token(node) + "." + token(kind) + "." + hex
+}
+
+func (s subjects) roomsOf(node string) string { return s.prefix + ".room." + token(node) + ".*.*" }
+
+// creates is where shield.room.create's calls placed on node go.
+func (s subjects) creates(node string) string { return s.prefix + ".rooms." + token(node) }
 
 func (s subjects) makeInstance(a egress.ActorID) string {
 	return s.prefix + ".svc." + token(a.Service) + "." + strconv.Itoa(a.Instance)

@@ -29,14 +29,14 @@ func refOf(r *pb.ClientRef) egress.ClientRef {
 }
 
 func actorPB(a egress.ActorID) *pb.ActorID {
-	return &pb.ActorID{Service: a.Service, Instance: int32(a.Instance)}
+	return &pb.ActorID{Service: a.Service, Instance: int32(a.Instance), Room: a.Room}
 }
 
 func actorOf(a *pb.ActorID) egress.ActorID {
 	if a == nil {
 		return egress.ActorID{}
 	}
-	return egress.ActorID{Service: a.Service, Instance: int(a.Instance)}
+	return egress.ActorID{Service: a.Service, Instance: int(a.Instance), Room: a.Room}
 }
 
 func errPB(e *codes.Error) *pb.Error {
@@ -79,7 +79,7 @@ func traceOf(tp string) tracing.Context {
 // crosses as the budget left.
 func callPB(c *luavm.Call, now time.Time) *pb.Instance {
 	m := &pb.Call{From: actorPB(c.From), Service: c.To.Service, Key: c.To.Key, HasKey: c.To.HasKey, Id: c.ID,
-		Method: c.Method, Args: c.Args, Gen: c.Gen, Traceparent: c.Trace.TraceParent()}
+		Method: c.Method, Args: c.Args, Gen: c.Gen, Traceparent: c.Trace.TraceParent(), Room: c.To.Room, Queue: c.To.Queue}
 	if !c.Deadline.IsZero() {
 		m.BudgetNanos = max(int64(c.Deadline.Sub(now)), 1) // spent already: the callee answers timeout
 	}
@@ -87,7 +87,7 @@ func callPB(c *luavm.Call, now time.Time) *pb.Instance {
 }
 
 func callOf(m *pb.Call, reply string, now time.Time) *luavm.Call {
-	c := &luavm.Call{From: actorOf(m.From), To: luavm.Address{Service: m.Service, Key: m.Key, HasKey: m.HasKey},
+	c := &luavm.Call{From: actorOf(m.From), To: luavm.Address{Service: m.Service, Key: m.Key, HasKey: m.HasKey, Room: m.Room, Queue: m.Queue},
 		ID: m.Id, Method: m.Method, Args: m.Args, Gen: m.Gen, Trace: traceOf(m.Traceparent)}
 	if m.BudgetNanos > 0 {
 		c.Deadline = now.Add(time.Duration(m.BudgetNanos))
@@ -104,7 +104,11 @@ func lifecyclePB(m any) *pb.Instance {
 	var l *pb.Lifecycle
 	switch m := m.(type) {
 	case *ingress.Bound:
-		l = &pb.Lifecycle{Kind: pb.Lifecycle_BOUND, Ref: refPB(m.Ref), RemoteAddr: m.RemoteAddr}
+		l = &pb.Lifecycle{Kind: pb.Lifecycle_BOUND, Ref: refPB(m.Ref), RemoteAddr: m.RemoteAddr, FromRoom: m.FromRoom,
+			LeaveReason: m.Left}
+		if !m.Return.IsZero() {
+			l.ReturnTo = actorPB(m.Return)
+		}
 	case *ingress.Suspended:
 		l = &pb.Lifecycle{Kind: pb.Lifecycle_SUSPENDED, Ref: refPB(m.Ref), RemoteAddr: m.RemoteAddr}
 	case *ingress.Resumed:
@@ -123,7 +127,7 @@ func lifecycleOf(l *pb.Lifecycle) any {
 	ref := refOf(l.Ref)
 	switch l.Kind {
 	case pb.Lifecycle_BOUND:
-		return &ingress.Bound{Ref: ref, RemoteAddr: l.RemoteAddr}
+		return &ingress.Bound{Ref: ref, RemoteAddr: l.RemoteAddr, FromRoom: l.FromRoom, Left: l.LeaveReason, Return: actorOf(l.ReturnTo)}
 	case pb.Lifecycle_SUSPENDED:
 		return &ingress.Suspended{Ref: ref, RemoteAddr: l.RemoteAddr}
 	case pb.Lifecycle_RESUMED:
@@ -152,12 +156,23 @@ func pushOf(m *pb.Push) *egress.Push {
 }
 
 func bindPB(b *egress.BindRequest) *pb.Gateway {
-	return &pb.Gateway{Kind: &pb.Gateway_Bind{Bind: &pb.BindRequest{Ref: refPB(b.Ref), PlayerId: b.PlayerID,
-		Target: actorPB(b.Target), Caller: actorPB(b.Caller)}}}
+	m := &pb.BindRequest{Ref: refPB(b.Ref), PlayerId: b.PlayerID, Target: actorPB(b.Target), Caller: actorPB(b.Caller), Left: b.Left}
+	if !b.Return.IsZero() {
+		m.ReturnTo = actorPB(b.Return)
+	}
+	if b.Then != nil {
+		m.Then = pushPB(b.Then, b.Then.Targets).GetPush()
+	}
+	return &pb.Gateway{Kind: &pb.Gateway_Bind{Bind: m}}
 }
 
 func bindOf(m *pb.BindRequest) *egress.BindRequest {
-	return &egress.BindRequest{Ref: refOf(m.Ref), PlayerID: m.PlayerId, Target: actorOf(m.Target), Caller: actorOf(m.Caller)}
+	b := &egress.BindRequest{Ref: refOf(m.Ref), PlayerID: m.PlayerId, Target: actorOf(m.Target), Caller: actorOf(m.Caller),
+		Return: actorOf(m.ReturnTo), Left: m.Left}
+	if m.Then != nil {
+		b.Then = pushOf(m.Then)
+	}
+	return b
 }
 
 // marshal encodes a message the node built itself: it cannot fail for

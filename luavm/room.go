@@ -107,8 +107,8 @@ type room struct {
 	members   []*member // by join time
 	// reservations are the reserved seats by token (room_seats.go).
 	reservations map[string]*reservation
-	idleSince time.Time
-	failed    int // ticks failed in a row (on_tick_error continue)
+	idleSince    time.Time
+	failed       int // ticks failed in a row (on_tick_error continue)
 
 	// The synced state: the tree at version, and the change sets of the
 	// last history versions (history[i] is version-len+1+i's).

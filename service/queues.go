@@ -70,16 +70,20 @@ type queueActor struct {
 	next    uint64
 }
 
-// queueID is a queue's caller identity: no actor has a name starting
-// with '@' (names are identifiers).
-func queueID(name string) egress.ActorID { return egress.ActorID{Service: "@match", Room: name} }
+// QueueService is the Service of a match queue's ActorID: no actor has a
+// name starting with '@' (names are identifiers).
+const QueueService = "@match"
+
+// QueueActor is match queue name's ActorID: what its creates come from,
+// and, in a cluster, what its node announces and its subject is made of.
+func QueueActor(name string) egress.ActorID { return egress.ActorID{Service: QueueService, Room: name} }
 
 func newQueueActor(rt *Runtime, spec Queue) *queueActor {
 	m := spec.Metrics
 	if m == nil {
 		m = noQueueMetrics{}
 	}
-	return &queueActor{rt: rt, cfg: spec.Config, id: queueID(spec.Config.Name), q: match.New(spec.Config), m: m,
+	return &queueActor{rt: rt, cfg: spec.Config, id: QueueActor(spec.Config.Name), q: match.New(spec.Config), m: m,
 		inbox: make(chan *luavm.Call, min(spec.Config.MaxTickets, maxQueueInbox)), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), creates: map[uint64][]*match.Ticket{}}
 }
@@ -88,6 +92,8 @@ func newQueueActor(rt *Runtime, spec Queue) *queueActor {
 func (rt *Runtime) routeQueue(c *luavm.Call) *codes.Error {
 	qa := rt.queues[c.To.Queue]
 	switch {
+	case qa == nil && rt.remote != nil && c.Reply == "":
+		return rt.remote.Route(QueueActor(c.To.Queue), c) // hosted by another node (§9.1)
 	case qa == nil:
 		return codes.New(codes.Unavailable, "no match queue %q on node %s", c.To.Queue, rt.opts.Node)
 	case rt.stopping.Load() && c.Method == luavm.MethodEnqueue:
@@ -103,7 +109,7 @@ func (rt *Runtime) routeQueue(c *luavm.Call) *codes.Error {
 
 // returnQueue hands a create's result to the queue that made it.
 func (rt *Runtime) returnQueue(r *luavm.Result) bool {
-	if r.To.Service != "@match" || r.Reply != "" {
+	if r.To.Service != QueueService || r.Reply != "" {
 		return false
 	}
 	if qa := rt.queues[r.To.Room]; qa != nil {

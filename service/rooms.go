@@ -77,10 +77,16 @@ type rooms struct {
 	mu    sync.RWMutex
 	kinds map[string]*roomKind
 	byID  map[string]*actor
+	// elsewhere are the room kinds of the config this node does not host
+	// (a cluster's node.services): a create places them on another node.
+	elsewhere map[string]bool
 }
 
-// IsRoomKind reports whether service is a room kind.
-func (rt *Runtime) IsRoomKind(service string) bool { return rt.rooms.kinds[service] != nil }
+// IsRoomKind reports whether service is a room kind, hosted here or, in a
+// cluster, elsewhere.
+func (rt *Runtime) IsRoomKind(service string) bool {
+	return rt.rooms.kinds[service] != nil || rt.rooms.elsewhere[service]
+}
 
 // Rooms lists the live rooms' actors (for /admin/rooms and Stop).
 func (rt *Runtime) roomActors() []*actor {
@@ -172,6 +178,23 @@ func (rt *Runtime) room(id string) *actor {
 func (rt *Runtime) createRoom(c *luavm.Call) *codes.Error {
 	kind := c.To.Service
 	k := rt.rooms.kinds[kind]
+	if rt.remote != nil && c.Reply == "" && rt.IsRoomKind(kind) {
+		// Made here (no Reply) in a cluster: placed by load (§3.2). A
+		// create another node placed here has a Reply, and is made here.
+		live, limit := 0, 0
+		if k != nil {
+			rt.rooms.mu.RLock()
+			live, limit = k.live, k.cfg.MaxRooms
+			rt.rooms.mu.RUnlock()
+		}
+		switch node := rt.remote.PlaceRoom(kind, live, limit, k != nil && !rt.stopping.Load()); node {
+		case "":
+			return codes.New(codes.Unavailable, "no live node hosts room kind %s", kind)
+		case rt.opts.Node:
+		default:
+			return rt.remote.CreateRoom(node, c)
+		}
+	}
 	if k == nil {
 		return codes.New(codes.Unavailable, "%q is not a room service", kind)
 	}
@@ -209,7 +232,11 @@ func (rt *Runtime) createRoom(c *luavm.Call) *codes.Error {
 
 // routeRoom delivers a call or send addressed {room = id}.
 func (rt *Runtime) routeRoom(c *luavm.Call) *codes.Error {
-	if _, node, ok := luavm.ParseRoomID(c.To.Room); !ok || node != rt.opts.Node {
+	kind, node, ok := luavm.ParseRoomID(c.To.Room)
+	if ok && node != rt.opts.Node && rt.remote != nil {
+		return rt.remote.Route(egress.ActorID{Service: kind, Instance: -1, Room: c.To.Room}, c)
+	}
+	if !ok || node != rt.opts.Node {
 		return codes.New(codes.RoomNotFound, "no room %q", c.To.Room)
 	}
 	rt.rooms.mu.RLock()

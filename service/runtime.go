@@ -96,6 +96,13 @@ type Remote interface {
 	Route(to egress.ActorID, c *luavm.Call) *codes.Error
 	// Return delivers a result to its caller's node.
 	Return(r *luavm.Result)
+	// PlaceRoom picks the node for a new room of kind (docs/rooms.md
+	// §3.2), given this node's own live rooms of it and its max_rooms
+	// (here false: it does not host the kind): "" for none.
+	PlaceRoom(kind string, live, max int, here bool) string
+	// CreateRoom sends shield.room.create's call c to node, which makes
+	// the room and answers c.
+	CreateRoom(node string, c *luavm.Call) *codes.Error
 }
 
 // Runtime is every running service of one node.
@@ -132,7 +139,7 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 		opts.HeapCheckEvery = 20 * time.Millisecond
 	}
 	rt := &Runtime{log: opts.Logger, metrics: opts.Metrics, opts: opts, services: map[string][]*actor{}, gens: map[string]int{},
-		rooms: rooms{kinds: map[string]*roomKind{}, byID: map[string]*actor{}}, queues: map[string]*queueActor{}}
+		rooms: rooms{kinds: map[string]*roomKind{}, byID: map[string]*actor{}, elsewhere: map[string]bool{}}, queues: map[string]*queueActor{}}
 	for _, q := range opts.Queues {
 		rt.queues[q.Config.Name] = newQueueActor(rt, q)
 	}
@@ -156,6 +163,8 @@ func New(actors []Actor, opts Options) (*Runtime, error) {
 			}
 			if len(a.VMs) > 0 {
 				rt.rooms.kinds[a.Name] = &roomKind{spec: a.VMs[0], cfg: *a.Room, mailbox: a.Mailbox, proto: proto}
+			} else {
+				rt.rooms.elsewhere[a.Name] = true // hosted by other nodes of the cluster
 			}
 			rt.gens[a.Name] = 1
 			opts.Metrics.VMGeneration(a.Name, 1)

@@ -219,9 +219,12 @@ func (x *ClientRef) GetGateway() string {
 
 // ActorID is egress.ActorID: one VM of one service.
 type ActorID struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Service       string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
-	Instance      int32                  `protobuf:"varint,2,opt,name=instance,proto3" json:"instance,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Service  string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	Instance int32                  `protobuf:"varint,2,opt,name=instance,proto3" json:"instance,omitempty"`
+	// room is a room's id (docs/rooms.md §3.1; instance is then -1), or a
+	// match queue's name when service is "@match" (§9.1).
+	Room          string `protobuf:"bytes,3,opt,name=room,proto3" json:"room,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -268,6 +271,13 @@ func (x *ActorID) GetInstance() int32 {
 		return x.Instance
 	}
 	return 0
+}
+
+func (x *ActorID) GetRoom() string {
+	if x != nil {
+		return x.Room
+	}
+	return ""
 }
 
 // Error is a codes.Error: a client-visible code and its message.
@@ -804,7 +814,12 @@ type Call struct {
 	Gen         uint64                 `protobuf:"varint,9,opt,name=gen,proto3" json:"gen,omitempty"`
 	// The caller's shield.call or shield.send span as a W3C traceparent
 	// (docs/tracing.md); empty: not traced.
-	Traceparent   string `protobuf:"bytes,10,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Traceparent string `protobuf:"bytes,10,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// The address's room id, or "\x00create" for shield.room.create's
+	// call to the kind service (docs/rooms.md §11.2); a match queue's name
+	// for shield.match.enqueue and cancel.
+	Room          string `protobuf:"bytes,11,opt,name=room,proto3" json:"room,omitempty"`
+	Queue         string `protobuf:"bytes,12,opt,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -909,6 +924,20 @@ func (x *Call) GetTraceparent() string {
 	return ""
 }
 
+func (x *Call) GetRoom() string {
+	if x != nil {
+		return x.Room
+	}
+	return ""
+}
+
+func (x *Call) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
 // Result answers a Call on its reply subject: the callee's results, or
 // its error.
 type Result struct {
@@ -966,11 +995,17 @@ func (x *Result) GetErr() *Error {
 // Lifecycle is one of the session messages a target hears on its control
 // lane (ingress.Bound, Suspended, Resumed, Disconnected).
 type Lifecycle struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          Lifecycle_Kind         `protobuf:"varint,1,opt,name=kind,proto3,enum=shield.cluster.Lifecycle_Kind" json:"kind,omitempty"`
-	Ref           *ClientRef             `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
-	RemoteAddr    string                 `protobuf:"bytes,3,opt,name=remote_addr,json=remoteAddr,proto3" json:"remote_addr,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"` // DISCONNECTED only
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Kind       Lifecycle_Kind         `protobuf:"varint,1,opt,name=kind,proto3,enum=shield.cluster.Lifecycle_Kind" json:"kind,omitempty"`
+	Ref        *ClientRef             `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
+	RemoteAddr string                 `protobuf:"bytes,3,opt,name=remote_addr,json=remoteAddr,proto3" json:"remote_addr,omitempty"`
+	Reason     string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"` // DISCONNECTED only
+	// BOUND only (docs/rooms.md §5.1, §11.2): the room that bound the
+	// session back here and the leave reason, for client_bound's from; the
+	// return target of a bind into a room.
+	FromRoom      string   `protobuf:"bytes,5,opt,name=from_room,json=fromRoom,proto3" json:"from_room,omitempty"`
+	LeaveReason   string   `protobuf:"bytes,6,opt,name=leave_reason,json=leaveReason,proto3" json:"leave_reason,omitempty"`
+	ReturnTo      *ActorID `protobuf:"bytes,7,opt,name=return_to,json=returnTo,proto3" json:"return_to,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1031,6 +1066,27 @@ func (x *Lifecycle) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Lifecycle) GetFromRoom() string {
+	if x != nil {
+		return x.FromRoom
+	}
+	return ""
+}
+
+func (x *Lifecycle) GetLeaveReason() string {
+	if x != nil {
+		return x.LeaveReason
+	}
+	return ""
+}
+
+func (x *Lifecycle) GetReturnTo() *ActorID {
+	if x != nil {
+		return x.ReturnTo
+	}
+	return nil
 }
 
 // Claim asks the node hosting a bind's target instance, the player's
@@ -1465,11 +1521,16 @@ func (x *KickReply) GetErr() *Error {
 
 // BindRequest is egress.BindRequest, for the session's gateway.
 type BindRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *ClientRef             `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	PlayerId      string                 `protobuf:"bytes,2,opt,name=player_id,json=playerId,proto3" json:"player_id,omitempty"`
-	Target        *ActorID               `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
-	Caller        *ActorID               `protobuf:"bytes,4,opt,name=caller,proto3" json:"caller,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Ref      *ClientRef             `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	PlayerId string                 `protobuf:"bytes,2,opt,name=player_id,json=playerId,proto3" json:"player_id,omitempty"`
+	Target   *ActorID               `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
+	Caller   *ActorID               `protobuf:"bytes,4,opt,name=caller,proto3" json:"caller,omitempty"`
+	// docs/rooms.md §5: a join's return target; a room's bind back's leave
+	// reason, and the END the gateway queues once the epoch moved.
+	ReturnTo      *ActorID `protobuf:"bytes,5,opt,name=return_to,json=returnTo,proto3" json:"return_to,omitempty"`
+	Left          string   `protobuf:"bytes,6,opt,name=left,proto3" json:"left,omitempty"`
+	Then          *Push    `protobuf:"bytes,7,opt,name=then,proto3" json:"then,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1528,6 +1589,27 @@ func (x *BindRequest) GetTarget() *ActorID {
 func (x *BindRequest) GetCaller() *ActorID {
 	if x != nil {
 		return x.Caller
+	}
+	return nil
+}
+
+func (x *BindRequest) GetReturnTo() *ActorID {
+	if x != nil {
+		return x.ReturnTo
+	}
+	return nil
+}
+
+func (x *BindRequest) GetLeft() string {
+	if x != nil {
+		return x.Left
+	}
+	return ""
+}
+
+func (x *BindRequest) GetThen() *Push {
+	if x != nil {
+		return x.Then
 	}
 	return nil
 }
@@ -1601,7 +1683,11 @@ type Presence struct {
 	// How many times the node's NATS connection has come up: more than
 	// last time means it was away, and answers it published meanwhile may
 	// be lost, so what was sent to it is settled (docs/cluster.md).
-	Links         uint64 `protobuf:"varint,10,opt,name=links,proto3" json:"links,omitempty"`
+	Links uint64 `protobuf:"varint,10,opt,name=links,proto3" json:"links,omitempty"`
+	// The room kinds this node hosts with their live rooms, for the
+	// placement of shield.room.create (docs/rooms.md §3.2); the match
+	// queues it hosts are in instances as {service "@match", room <name>}.
+	Rooms         []*RoomLoad `protobuf:"bytes,11,rep,name=rooms,proto3" json:"rooms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1706,6 +1792,74 @@ func (x *Presence) GetLinks() uint64 {
 	return 0
 }
 
+func (x *Presence) GetRooms() []*RoomLoad {
+	if x != nil {
+		return x.Rooms
+	}
+	return nil
+}
+
+// RoomLoad is one room kind a node hosts: its live rooms and max_rooms.
+type RoomLoad struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Live          uint32                 `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
+	MaxRooms      uint32                 `protobuf:"varint,3,opt,name=max_rooms,json=maxRooms,proto3" json:"max_rooms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoomLoad) Reset() {
+	*x = RoomLoad{}
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoomLoad) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoomLoad) ProtoMessage() {}
+
+func (x *RoomLoad) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_clusterpb_cluster_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoomLoad.ProtoReflect.Descriptor instead.
+func (*RoomLoad) Descriptor() ([]byte, []int) {
+	return file_cluster_clusterpb_cluster_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RoomLoad) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *RoomLoad) GetLive() uint32 {
+	if x != nil {
+		return x.Live
+	}
+	return 0
+}
+
+func (x *RoomLoad) GetMaxRooms() uint32 {
+	if x != nil {
+		return x.MaxRooms
+	}
+	return 0
+}
+
 var File_cluster_clusterpb_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
@@ -1716,10 +1870,11 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
 	"\tplayer_id\x18\x03 \x01(\tR\bplayerId\x12\x18\n" +
-	"\agateway\x18\x04 \x01(\tR\agateway\"?\n" +
+	"\agateway\x18\x04 \x01(\tR\agateway\"S\n" +
 	"\aActorID\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1a\n" +
-	"\binstance\x18\x02 \x01(\x05R\binstance\"5\n" +
+	"\binstance\x18\x02 \x01(\x05R\binstance\x12\x12\n" +
+	"\x04room\x18\x03 \x01(\tR\x04room\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\xd7\x02\n" +
@@ -1756,7 +1911,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\aservice\x18\x03 \x01(\tR\aservice\"Y\n" +
 	"\rResponseBatch\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x126\n" +
-	"\tresponses\x18\x02 \x03(\v2\x18.shield.cluster.ResponseR\tresponses\"\x8b\x02\n" +
+	"\tresponses\x18\x02 \x03(\v2\x18.shield.cluster.ResponseR\tresponses\"\xb5\x02\n" +
 	"\x04Call\x12+\n" +
 	"\x04from\x18\x01 \x01(\v2\x17.shield.cluster.ActorIDR\x04from\x12\x18\n" +
 	"\aservice\x18\x02 \x01(\tR\aservice\x12\x10\n" +
@@ -1768,16 +1923,21 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\fbudget_nanos\x18\b \x01(\x03R\vbudgetNanos\x12\x10\n" +
 	"\x03gen\x18\t \x01(\x04R\x03gen\x12 \n" +
 	"\vtraceparent\x18\n" +
-	" \x01(\tR\vtraceparent\"I\n" +
+	" \x01(\tR\vtraceparent\x12\x12\n" +
+	"\x04room\x18\v \x01(\tR\x04room\x12\x14\n" +
+	"\x05queue\x18\f \x01(\tR\x05queue\"I\n" +
 	"\x06Result\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\fR\x06values\x12'\n" +
-	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xfc\x01\n" +
+	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xf2\x02\n" +
 	"\tLifecycle\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.shield.cluster.Lifecycle.KindR\x04kind\x12+\n" +
 	"\x03ref\x18\x02 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12\x1f\n" +
 	"\vremote_addr\x18\x03 \x01(\tR\n" +
 	"remoteAddr\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"U\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1b\n" +
+	"\tfrom_room\x18\x05 \x01(\tR\bfromRoom\x12!\n" +
+	"\fleave_reason\x18\x06 \x01(\tR\vleaveReason\x124\n" +
+	"\treturn_to\x18\a \x01(\v2\x17.shield.cluster.ActorIDR\breturnTo\"U\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05BOUND\x10\x01\x12\r\n" +
@@ -1811,15 +1971,18 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1b\n" +
 	"\tany_epoch\x18\x03 \x01(\bR\banyEpoch\"4\n" +
 	"\tKickReply\x12'\n" +
-	"\x03err\x18\x01 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xb9\x01\n" +
+	"\x03err\x18\x01 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xad\x02\n" +
 	"\vBindRequest\x12+\n" +
 	"\x03ref\x18\x01 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12\x1b\n" +
 	"\tplayer_id\x18\x02 \x01(\tR\bplayerId\x12/\n" +
 	"\x06target\x18\x03 \x01(\v2\x17.shield.cluster.ActorIDR\x06target\x12/\n" +
-	"\x06caller\x18\x04 \x01(\v2\x17.shield.cluster.ActorIDR\x06caller\"a\n" +
+	"\x06caller\x18\x04 \x01(\v2\x17.shield.cluster.ActorIDR\x06caller\x124\n" +
+	"\treturn_to\x18\x05 \x01(\v2\x17.shield.cluster.ActorIDR\breturnTo\x12\x12\n" +
+	"\x04left\x18\x06 \x01(\tR\x04left\x12(\n" +
+	"\x04then\x18\a \x01(\v2\x14.shield.cluster.PushR\x04then\"a\n" +
 	"\tBindReply\x12+\n" +
 	"\x03ref\x18\x01 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12'\n" +
-	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xc7\x03\n" +
+	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xf7\x03\n" +
 	"\bPresence\x121\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1d.shield.cluster.Presence.KindR\x04kind\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12 \n" +
@@ -1832,14 +1995,19 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\tdead_node\x18\b \x01(\tR\bdeadNode\x12)\n" +
 	"\x10dead_incarnation\x18\t \x01(\tR\x0fdeadIncarnation\x12\x14\n" +
 	"\x05links\x18\n" +
-	" \x01(\x04R\x05links\"X\n" +
+	" \x01(\x04R\x05links\x12.\n" +
+	"\x05rooms\x18\v \x03(\v2\x18.shield.cluster.RoomLoadR\x05rooms\"X\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tHEARTBEAT\x10\x01\x12\t\n" +
 	"\x05PROBE\x10\x02\x12\v\n" +
 	"\aJOINING\x10\x03\x12\t\n" +
 	"\x05LEAVE\x10\x04\x12\b\n" +
-	"\x04DEAD\x10\x05B/Z-github.com/shieldrpc/shield/cluster/clusterpbb\x06proto3"
+	"\x04DEAD\x10\x05\"O\n" +
+	"\bRoomLoad\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04live\x18\x02 \x01(\rR\x04live\x12\x1b\n" +
+	"\tmax_rooms\x18\x03 \x01(\rR\bmaxRoomsB/Z-github.com/shieldrpc/shield/cluster/clusterpbb\x06proto3"
 
 var (
 	file_cluster_clusterpb_cluster_proto_rawDescOnce sync.Once
@@ -1854,7 +2022,7 @@ func file_cluster_clusterpb_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_clusterpb_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_cluster_clusterpb_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(Lifecycle_Kind)(0),   // 0: shield.cluster.Lifecycle.Kind
 	(Presence_Kind)(0),    // 1: shield.cluster.Presence.Kind
@@ -1879,7 +2047,8 @@ var file_cluster_clusterpb_cluster_proto_goTypes = []any{
 	(*BindRequest)(nil),   // 20: shield.cluster.BindRequest
 	(*BindReply)(nil),     // 21: shield.cluster.BindReply
 	(*Presence)(nil),      // 22: shield.cluster.Presence
-	nil,                   // 23: shield.cluster.Push.BodiesEntry
+	(*RoomLoad)(nil),      // 23: shield.cluster.RoomLoad
+	nil,                   // 24: shield.cluster.Push.BodiesEntry
 }
 var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	7,  // 0: shield.cluster.Instance.ingress:type_name -> shield.cluster.Ingress
@@ -1897,28 +2066,32 @@ var file_cluster_clusterpb_cluster_proto_depIdxs = []int32{
 	4,  // 12: shield.cluster.Result.err:type_name -> shield.cluster.Error
 	0,  // 13: shield.cluster.Lifecycle.kind:type_name -> shield.cluster.Lifecycle.Kind
 	2,  // 14: shield.cluster.Lifecycle.ref:type_name -> shield.cluster.ClientRef
-	2,  // 15: shield.cluster.Claim.candidate:type_name -> shield.cluster.ClientRef
-	2,  // 16: shield.cluster.ClaimReply.holder:type_name -> shield.cluster.ClientRef
-	2,  // 17: shield.cluster.Release.candidate:type_name -> shield.cluster.ClientRef
-	17, // 18: shield.cluster.Gateway.push:type_name -> shield.cluster.Push
-	18, // 19: shield.cluster.Gateway.kick:type_name -> shield.cluster.Kick
-	20, // 20: shield.cluster.Gateway.bind:type_name -> shield.cluster.BindRequest
-	23, // 21: shield.cluster.Push.bodies:type_name -> shield.cluster.Push.BodiesEntry
-	2,  // 22: shield.cluster.Push.targets:type_name -> shield.cluster.ClientRef
-	2,  // 23: shield.cluster.Kick.ref:type_name -> shield.cluster.ClientRef
-	4,  // 24: shield.cluster.KickReply.err:type_name -> shield.cluster.Error
-	2,  // 25: shield.cluster.BindRequest.ref:type_name -> shield.cluster.ClientRef
-	3,  // 26: shield.cluster.BindRequest.target:type_name -> shield.cluster.ActorID
-	3,  // 27: shield.cluster.BindRequest.caller:type_name -> shield.cluster.ActorID
-	2,  // 28: shield.cluster.BindReply.ref:type_name -> shield.cluster.ClientRef
-	4,  // 29: shield.cluster.BindReply.err:type_name -> shield.cluster.Error
-	1,  // 30: shield.cluster.Presence.kind:type_name -> shield.cluster.Presence.Kind
-	3,  // 31: shield.cluster.Presence.instances:type_name -> shield.cluster.ActorID
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	3,  // 15: shield.cluster.Lifecycle.return_to:type_name -> shield.cluster.ActorID
+	2,  // 16: shield.cluster.Claim.candidate:type_name -> shield.cluster.ClientRef
+	2,  // 17: shield.cluster.ClaimReply.holder:type_name -> shield.cluster.ClientRef
+	2,  // 18: shield.cluster.Release.candidate:type_name -> shield.cluster.ClientRef
+	17, // 19: shield.cluster.Gateway.push:type_name -> shield.cluster.Push
+	18, // 20: shield.cluster.Gateway.kick:type_name -> shield.cluster.Kick
+	20, // 21: shield.cluster.Gateway.bind:type_name -> shield.cluster.BindRequest
+	24, // 22: shield.cluster.Push.bodies:type_name -> shield.cluster.Push.BodiesEntry
+	2,  // 23: shield.cluster.Push.targets:type_name -> shield.cluster.ClientRef
+	2,  // 24: shield.cluster.Kick.ref:type_name -> shield.cluster.ClientRef
+	4,  // 25: shield.cluster.KickReply.err:type_name -> shield.cluster.Error
+	2,  // 26: shield.cluster.BindRequest.ref:type_name -> shield.cluster.ClientRef
+	3,  // 27: shield.cluster.BindRequest.target:type_name -> shield.cluster.ActorID
+	3,  // 28: shield.cluster.BindRequest.caller:type_name -> shield.cluster.ActorID
+	3,  // 29: shield.cluster.BindRequest.return_to:type_name -> shield.cluster.ActorID
+	17, // 30: shield.cluster.BindRequest.then:type_name -> shield.cluster.Push
+	2,  // 31: shield.cluster.BindReply.ref:type_name -> shield.cluster.ClientRef
+	4,  // 32: shield.cluster.BindReply.err:type_name -> shield.cluster.Error
+	1,  // 33: shield.cluster.Presence.kind:type_name -> shield.cluster.Presence.Kind
+	3,  // 34: shield.cluster.Presence.instances:type_name -> shield.cluster.ActorID
+	23, // 35: shield.cluster.Presence.rooms:type_name -> shield.cluster.RoomLoad
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_cluster_clusterpb_cluster_proto_init() }
@@ -1945,7 +2118,7 @@ func file_cluster_clusterpb_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_clusterpb_cluster_proto_rawDesc), len(file_cluster_clusterpb_cluster_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

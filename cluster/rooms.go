@@ -1,0 +1,185 @@
+package cluster
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/shieldrpc/shield/cluster/clusterpb"
+	"github.com/shieldrpc/shield/codes"
+	"github.com/shieldrpc/shield/descriptor"
+	"github.com/shieldrpc/shield/egress"
+	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/luavm"
+	"github.com/shieldrpc/shield/metrics"
+	"github.com/shieldrpc/shield/service"
+	"github.com/shieldrpc/shield/session"
+	"github.com/shieldrpc/shield/statesync"
+)
+
+// Rooms and match queues across nodes (docs/rooms.md §11). A room's id
+// names its node (§3.1), so a room target needs no directory: what is
+// sent to it goes on <prefix>.room.<node>.<kind>.<hex>, which its node
+// serves with one wildcard subscription for all its rooms, answering
+// room_not_found for one that is gone. A create goes to the node the
+// placement picked on <prefix>.rooms.<node>; a match queue is an instance
+// of its own ({"@match", name}) on <prefix>.match.<name>.
+
+// roomNode is the node a room target lives on; "" for any other target.
+func roomNode(a egress.ActorID) string {
+	if a.Room == "" || a.Service == service.QueueService {
+		return ""
+	}
+	_, node, ok := luavm.ParseRoomID(a.Room)
+	if !ok {
+		return ""
+	}
+	return node
+}
+
+// local reports whether target is this node's to serve: an instance
+// hosted here, or a room of this node, live or gone (the runtime answers
+// room_not_found for a gone one).
+func (n *Node) local(target egress.ActorID) bool {
+	return n.rt.Hosted(target) || roomNode(target) == n.name
+}
+
+// onRoom serves every room of this node: the target is the subject's.
+func (n *Node) onRoom(msg *nats.Msg) {
+	// <prefix>.room.<node>.<kind>.<hex>
+	i := strings.LastIndexByte(msg.Subject, '.')
+	j := strings.LastIndexByte(msg.Subject[:max(i, 0)], '.')
+	if i < 0 || j < 0 {
+		return
+	}
+	kind, hex := msg.Subject[j+1:i], msg.Subject[i+1:]
+	n.onInstance(egress.ActorID{Service: kind, Instance: -1, Room: kind + "/" + hex + "@" + n.name})(msg)
+}
+
+// onCreate makes a room another node placed here (§3.2): the runtime
+// answers the create on its Reply.
+func (n *Node) onCreate(msg *nats.Msg) {
+	var m pb.Instance
+	err := proto.Unmarshal(msg.Data, &m)
+	k, ok := m.Kind.(*pb.Instance_Call)
+	if err != nil || !ok || msg.Reply == "" {
+		n.log.Warn("cluster: undecodable room create dropped", "subject", msg.Subject)
+		return
+	}
+	n.cm.In(metrics.KindCall)
+	c := callOf(k.Call, msg.Reply, time.Now())
+	if err := n.rt.Route(c); err != nil {
+		n.Return(&luavm.Result{To: c.From, ID: c.ID, Gen: c.Gen, Err: err, Reply: c.Reply})
+	}
+}
+
+// PlaceRoom picks the node for a new room of kind (§3.2, service.Remote):
+// among the live hosts under max_rooms by their last heartbeat (this node
+// by its own count), the one with the fewest rooms of the kind; ties go
+// to this node, then to the bytewise-lowest name.
+func (n *Node) PlaceRoom(kind string, live, limit int, here bool) string {
+	best, bestLive := "", 0
+	if here && live < limit {
+		best, bestLive = n.name, live
+	}
+	for _, p := range n.peers.roomHosts(kind) {
+		if p.live >= p.max {
+			continue
+		}
+		if best == "" || p.live < bestLive || (p.live == bestLive && best != n.name && p.name < best) {
+			best, bestLive = p.name, p.live
+		}
+	}
+	return best
+}
+
+// CreateRoom sends shield.room.create's call to the node that makes it
+// (service.Remote); its answer comes on this node's reply subject.
+func (n *Node) CreateRoom(node string, c *luavm.Call) *codes.Error {
+	return n.sendCall(node, n.subj.creates(node), c)
+}
+
+// roomLoads are this node's room kinds with their live rooms, for its
+// heartbeat.
+func (n *Node) roomLoads() []*pb.RoomLoad {
+	out := make([]*pb.RoomLoad, 0, len(n.roomKinds))
+	for _, kind := range n.roomKinds {
+		out = append(out, &pb.RoomLoad{Kind: kind, Live: uint32(n.rt.RoomCount(kind)), MaxRooms: uint32(n.roomMax[kind])})
+	}
+	return out
+}
+
+// roomsLost is §11.4 "a room's node dies" at this gateway: each session
+// bound to one of p's rooms goes back to its return target, with END
+// room_lost queued by that bind; one whose return target is gone too
+// closes with session.target_lost.
+func (n *Node) roomsLost(p *peer) {
+	notice := &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionTargetLost),
+		Message: "the node hosting this session's room, and its home, are gone"}
+	end := statesync.AppendEnd(nil, "room_lost", "", 0) // no message: no limit to keep to
+	bodies := map[string][]byte{}
+	for _, k := range n.cfg.BodyCodecKeys() {
+		bodies[k] = end
+	}
+	for _, s := range n.gw.Sessions().All() {
+		b := s.Binding()
+		if roomNode(b.Target) != p.name {
+			continue
+		}
+		if !n.local(b.Return) && n.peers.hostOf(b.Return) == "" {
+			s.Close(session.TargetLost, notice)
+			continue
+		}
+		ref := s.Ref()
+		then := &egress.Push{RouteID: descriptor.RouteRoomState, Bodies: bodies, Targets: []egress.ClientRef{ref}}
+		n.gw.Bind(&egress.BindRequest{Ref: ref, PlayerID: b.PlayerID, Target: b.Return, Caller: b.Target, Left: "room_lost", Then: then},
+			func(_ egress.ClientRef, err *codes.Error) {
+				if err != nil {
+					n.log.Warn("cluster: a member of a lost room could not go home", "session_id", ref.SessionID, "error", err.Message)
+				}
+			})
+	}
+}
+
+// roomHost is what a peer's heartbeat said of one room kind.
+type roomHost struct {
+	name      string
+	live, max int
+}
+
+// roomHosts are the live peers hosting kind, with their load.
+func (t *peerTable) roomHosts(kind string) []roomHost {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []roomHost
+	for _, p := range t.byName {
+		if p.joining {
+			continue
+		}
+		for _, r := range p.rooms {
+			if r.Kind == kind {
+				out = append(out, roomHost{name: p.name, live: int(r.Live), max: int(r.MaxRooms)})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b roomHost) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// hostsKind reports whether the live node name hosts room kind kind;
+// t.mu is held.
+func (t *peerTable) hostsKindLocked(name, kind string) bool {
+	p := t.byName[name]
+	if p == nil || p.joining {
+		return false
+	}
+	for _, r := range p.rooms {
+		if r.Kind == kind {
+			return true
+		}
+	}
+	return false
+}

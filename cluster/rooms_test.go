@@ -1,0 +1,285 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shieldrpc/shield/client"
+	"github.com/shieldrpc/shield/luavm"
+)
+
+// Rooms and match queues across nodes (docs/rooms.md §11): a gateway
+// node with the lobby, and service nodes hosting the room kinds and the
+// queue. The scripts are the acceptance tests' rooms lobby and kinds
+// (acceptance/testdata), so that one lobby serves every rooms test.
+
+// The lobby's routes (acceptance/testdata/rooms_lobby.lua) and the
+// reserved ones.
+const (
+	lobbyLogin = 1
+	lobbyMake  = 2
+	lobbyPing  = 6
+	lobbyPlay  = 7
+	arenaMove  = 3001
+	roomJoin   = 65522
+	matchPush  = 65524
+)
+
+// roomsNode is a node's config: services its node.services, queues its
+// node.queues ("" for none), gateway whether it has the game listener.
+func roomsNode(t testing.TB, name, services, queues string, gateway bool, port int) nodeSpec {
+	data, err := filepath.Abs("../acceptance/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "node:\n  name: %s\n  services: %s\n", name, services)
+	if queues != "" {
+		fmt.Fprintf(&b, "  queues: %s\n", queues)
+	}
+	fmt.Fprintf(&b, "cluster:\n  nats: nats://127.0.0.1:%d\n  heartbeat: %s\n  node_timeout: %s\n", port, heartbeat, nodeTimeout)
+	if gateway {
+		b.WriteString("network:\n  listeners:\n    - {name: game, address: \"127.0.0.1:0\", entry_service: lobby}\n")
+	}
+	fmt.Fprintf(&b, `log: {level: debug}
+session: {idle_timeout: 60s, shutdown_grace: 2s, duplicate_login: kick_old}
+match:
+  queues: [{name: duel, room: duel_room, fill_wait: 0s, interval: 50ms}]
+actors:
+  - name: lobby
+    script: %[1]s/rooms_lobby.lua
+    rpc:
+      routes:
+        - {id: 1, name: login, binding: login, requires_auth: false}
+        - {id: 2, name: make, binding: make}
+        - {id: 3, name: ask, binding: ask}
+        - {id: 4, name: enter, binding: enter}
+        - {id: 5, name: hold, binding: hold}
+        - {id: 6, name: ping, binding: ping}
+        - {id: 7, name: play, binding: play}
+        - {id: 8, name: quit_play, binding: quit_play}
+  - name: arena
+    script: %[1]s/rooms_resume.lua
+    room: {tick_hz: 20}
+    rpc:
+      routes:
+        - {id: 3001, name: move, room_input: true}
+        - {id: 3002, name: out, binding: out}
+  - name: duel_room
+    script: %[1]s/rooms_match.lua
+    room: {tick_hz: 20}
+`, data)
+	return nodeSpec{name: name, yaml: b.String()}
+}
+
+// roomsCluster is a gateway node gw (the lobby) and service nodes svc-1
+// and svc-2 hosting both room kinds, svc-1 the duel queue.
+func roomsCluster(t *testing.T) (gw, s1, s2 *node) {
+	port := startNATS(t).port
+	gw = startNode(t, roomsNode(t, "gw", "[lobby]", "", true, port))
+	s1 = startNode(t, roomsNode(t, "svc-1", "[arena, duel_room]", "[duel]", false, port))
+	s2 = startNode(t, roomsNode(t, "svc-2", "[arena, duel_room]", "[]", false, port))
+	waitReady(t, gw, s1, s2)
+	return gw, s1, s2
+}
+
+// member is a logged-in client of gw with its Room.
+type member struct {
+	c    *client.Client
+	room *client.Room
+	mu   sync.Mutex
+	push [][]byte // shield.match pushes
+}
+
+func newMember(t *testing.T, gw *node, user string) *member {
+	m := &member{c: dial(t, gw, "game")}
+	m.room = m.c.Room()
+	m.c.OnPush(matchPush, func(b []byte) {
+		m.mu.Lock()
+		m.push = append(m.push, append([]byte(nil), b...))
+		m.mu.Unlock()
+	})
+	var out struct{ OK bool }
+	call(t, m.c, lobbyLogin, map[string]string{"user": user}, &out)
+	return m
+}
+
+func (m *member) make(t *testing.T, kind string) string {
+	t.Helper()
+	var made struct{ Room string }
+	call(t, m.c, lobbyMake, map[string]any{"kind": kind, "params": map[string]string{"name": "ticking"}}, &made)
+	return made.Room
+}
+
+func (m *member) home(t *testing.T) {
+	t.Helper()
+	var home struct{ Home bool }
+	if err := try(m.c, lobbyPing, nil, &home); err != nil || !home.Home {
+		t.Fatalf("not home: %+v %v", home, err)
+	}
+}
+
+func nodeOf(t *testing.T, room string) string {
+	t.Helper()
+	_, node, ok := luavm.ParseRoomID(room)
+	if !ok {
+		t.Fatalf("room id %q", room)
+	}
+	return node
+}
+
+func joinCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Second)
+}
+
+// TestRoomAcrossNodes is §11: a room made from the gateway's lobby lives
+// on a service node; the member's join, inputs, state frames and leave
+// cross NATS, and END comes with the bind back home. The same for a
+// match: the queue on svc-1 forms it, its room is placed, the players
+// join with their tokens.
+func TestRoomAcrossNodes(t *testing.T) {
+	gw, _, _ := roomsCluster(t)
+	alice, bob := newMember(t, gw, "alice"), newMember(t, gw, "bob")
+	room := alice.make(t, "arena")
+	if n := nodeOf(t, room); n != "svc-1" && n != "svc-2" {
+		t.Fatalf("room %s placed on %s, want a service node", room, n)
+	}
+	ctx, cancel := joinCtx()
+	defer cancel()
+	for _, m := range []*member{alice, bob} {
+		if err := m.room.Join(ctx, room, nil); err != nil {
+			t.Fatalf("join %s: %v", room, err)
+		}
+	}
+	if err := alice.c.Notify(arenaMove, map[string]any{"x": 7}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 5*time.Second, "bob sees alice's input", func() bool {
+		var x any
+		bob.room.State(func(st map[string]any, _ uint64, _ bool) {
+			pos, _ := st["pos"].(map[string]any)
+			x = pos["alice"]
+		})
+		return x == int64(7)
+	})
+	if err := alice.room.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if reason, _, _ := alice.room.End(); reason != "left" {
+		t.Fatalf("alice's END %q, want left", reason)
+	}
+	alice.home(t)
+
+	// A match: both enqueue through the lobby on gw; the queue is svc-1's.
+	carol, dave := newMember(t, gw, "carol"), newMember(t, gw, "dave")
+	for _, m := range []*member{carol, dave} {
+		var out struct{ Ticket string }
+		call(t, m.c, lobbyPlay, map[string]any{"queue": "duel"}, &out)
+		if !strings.HasPrefix(out.Ticket, "duel/") {
+			t.Fatalf("ticket %q", out.Ticket)
+		}
+	}
+	for _, m := range []*member{carol, dave} {
+		var e struct{ Event, Room, Token string }
+		within(t, 5*time.Second, "the matched push", func() bool {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return len(m.push) > 0 && json.Unmarshal(m.push[0], &e) == nil
+		})
+		if e.Event != "matched" {
+			t.Fatalf("event %+v", e)
+		}
+		if err := m.room.JoinToken(ctx, e.Room, e.Token, nil); err != nil {
+			t.Fatalf("join %s with its token: %v", e.Room, err)
+		}
+	}
+}
+
+// TestRoomPlacement is §3.2: creates go to the host with the fewest rooms
+// of the kind by its last heartbeat, ties to the lowest name; a node that
+// does not host the kind never gets one.
+func TestRoomPlacement(t *testing.T) {
+	gw, _, _ := roomsCluster(t)
+	alice := newMember(t, gw, "alice")
+	count := map[string]int{}
+	for i := range 4 {
+		want := "svc-1"
+		if count["svc-1"] > count["svc-2"] {
+			want = "svc-2"
+		}
+		// The pick follows the heartbeats: wait until gw's says so.
+		within(t, 5*time.Second, fmt.Sprintf("create %d placed on %s", i, want), func() bool {
+			return gw.Srv.Cluster.PlaceRoom("arena", 0, 0, false) == want
+		})
+		room := alice.make(t, "arena")
+		if got := nodeOf(t, room); got != want {
+			t.Fatalf("create %d: on %s, want %s (counts %v)", i, got, want, count)
+		}
+		count[want]++
+	}
+	if count["svc-1"] != 2 || count["svc-2"] != 2 {
+		t.Fatalf("counts %v, want 2 and 2", count)
+	}
+}
+
+// TestRoomNodeLost is §11.4: the room's node dies; the gateway binds its
+// members home with END room_lost; home's client_bound hears it.
+func TestRoomNodeLost(t *testing.T) {
+	gw, s1, s2 := roomsCluster(t)
+	alice := newMember(t, gw, "alice")
+	room := alice.make(t, "arena")
+	ctx, cancel := joinCtx()
+	defer cancel()
+	if err := alice.room.Join(ctx, room, nil); err != nil {
+		t.Fatal(err)
+	}
+	host := s1
+	if nodeOf(t, room) == "svc-2" {
+		host = s2
+	}
+	host.kill(t)
+	within(t, 3*nodeTimeout+2*time.Second, "END room_lost", func() bool {
+		reason, _, _ := alice.room.End()
+		return !alice.room.In() && reason == "room_lost"
+	})
+	alice.home(t)
+	gw.Logs.WaitFor(t, "home again", "player_id", "alice", "reason", "room_lost")
+}
+
+// TestRoomDuplicateLogin is §11.3: a bind into a room keeps the player's
+// hold with its home shard, so a second login kicks the session out of the
+// room (it leaves with kicked).
+func TestRoomDuplicateLogin(t *testing.T) {
+	gw, s1, s2 := roomsCluster(t)
+	alice := newMember(t, gw, "alice")
+	room := alice.make(t, "arena")
+	ctx, cancel := joinCtx()
+	defer cancel()
+	if err := alice.room.Join(ctx, room, nil); err != nil {
+		t.Fatal(err)
+	}
+	newMember(t, gw, "alice")
+	host := s1
+	if nodeOf(t, room) == "svc-2" {
+		host = s2
+	}
+	host.Logs.WaitFor(t, "room_leave", "player_id", "alice", "reason", "kicked")
+}
+
+// TestQueueHostedOnce is §9.1: a second node hosting a queue is refused
+// at start, naming the first.
+func TestQueueHostedOnce(t *testing.T) {
+	port := startNATS(t).port
+	s1 := startNode(t, roomsNode(t, "svc-1", "[arena, duel_room]", "[duel]", false, port))
+	waitReady(t, s1)
+	_, err := tryNode(t, roomsNode(t, "svc-2", "[arena, duel_room]", "[duel]", false, port))
+	if err == nil || !strings.Contains(err.Error(), "cluster: match queue duel is already hosted by node svc-1") {
+		t.Fatalf("a second host of queue duel: %v", err)
+	}
+}
