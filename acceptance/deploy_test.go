@@ -51,8 +51,9 @@ return M
 `
 
 // deployYAML is a node with everything that registers metrics: a cluster
-// (its own embedded NATS, which also keeps the kv bucket), storage, and
-// an admin address for /metrics.
+// (its own embedded NATS, which also keeps the kv bucket), storage, a room
+// kind and a match queue (docs/rooms.md §13), and an admin address for
+// /metrics.
 const deployYAML = `node: {name: gw-deploy}
 cluster: {embedded: "127.0.0.1:%d", heartbeat: 200ms, node_timeout: 1s}
 network:
@@ -71,6 +72,11 @@ actors:
       routes:
         - {id: 1, name: put, binding: put, requires_auth: false}
         - {id: 2, name: sleep, binding: sleep, requires_auth: false}
+  - name: arena
+    script: %q
+    room: {}
+match:
+  queues: [{name: duel, room: arena}]
 `
 
 // TestDeployFiles: deploy/grafana/shield.json and
@@ -90,7 +96,11 @@ func TestDeployFiles(t *testing.T) {
 	if err := os.WriteFile(script, []byte(deployScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(deployYAML, freeLoopbackPort(t), filepath.Join(dir, "store"), script)
+	kind := filepath.Join(dir, "arena.lua")
+	if err := os.WriteFile(kind, []byte("return {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(deployYAML, freeLoopbackPort(t), filepath.Join(dir, "store"), script, kind)
 	s := wiretest.Start(t, "deploy.yaml", cfg, nil)
 
 	// Traffic, so that the vecs the files name have series: a vec with
