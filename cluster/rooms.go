@@ -79,8 +79,18 @@ func (n *Node) onCreate(msg *nats.Msg) {
 // PlaceRoom picks the node for a new room of kind (§3.2, service.Remote):
 // among the live hosts under max_rooms by their last heartbeat (this node
 // by its own count), the one with the fewest rooms of the kind; ties go
-// to this node, then to the bytewise-lowest name.
+// to this node, then to the bytewise-lowest name. A pick counts at once
+// as one more room there until that node's next heartbeat says how many
+// it has, so that a burst of creates (a matchmaker's) is spread too.
 func (n *Node) PlaceRoom(kind string, live, limit int, here bool) string {
+	best := n.pickRoom(kind, live, limit, here)
+	if best != "" && best != n.name {
+		n.peers.placed(best, kind)
+	}
+	return best
+}
+
+func (n *Node) pickRoom(kind string, live, limit int, here bool) string {
 	best, bestLive := "", 0
 	if here && live < limit {
 		best, bestLive = n.name, live
@@ -169,8 +179,21 @@ func (t *peerTable) roomHosts(kind string) []roomHost {
 	return out
 }
 
-// hostsKind reports whether the live node name hosts room kind kind;
-// t.mu is held.
+// placed counts a room just placed on node name until its next heartbeat.
+func (t *peerTable) placed(name, kind string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.byName[name]; p != nil {
+		for _, r := range p.rooms {
+			if r.Kind == kind {
+				r.Live++
+			}
+		}
+	}
+}
+
+// hostsKindLocked reports whether the live node name hosts room kind
+// kind; t.mu is held.
 func (t *peerTable) hostsKindLocked(name, kind string) bool {
 	p := t.byName[name]
 	if p == nil || p.joining {
