@@ -33,6 +33,7 @@ type benchFlags struct {
 	serveFan, fanBase, fanListen   *string
 	dial                           *dialFlags
 	depths                         []int
+	rooms                          roomsFlags
 }
 
 // benchCmd measures the gateway against the baseline echo server in one
@@ -70,6 +71,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		serveFan:    fs.String("serve-fan", "", "instead: serve the fan-out baseline (a plain Go loop) at `HOST:PORT` until interrupted"),
 		fanBase:     fs.String("fan-base", "", "with -fanout: the plain loop serving at `HOST:PORT` (-serve-fan) instead of one in this process; -addr is then the gateway's fan listener"),
 	}
+	f.rooms = roomsFlags{
+		rooms:    fs.Int("rooms", 0, "instead: `N` rooms ticking with state sync against the same game on shield.timeout (docs/rooms.md §14), each server a process of its own"),
+		members:  fs.Int("members", 8, "with -rooms: members per room, each sending -hz inputs a second"),
+		hz:       fs.Int("hz", 20, "with -rooms: the tick rate"),
+		fields:   fs.Int("fields", 20, "with -rooms: fields of the room's state"),
+		changing: fs.Int("changing", 3, "with -rooms: fields changing per tick"),
+		nodes:    fs.Int("nodes", 1, "with -rooms: service nodes; 2 or more: a gateway with the lobby and the embedded NATS, and that many service nodes sharing the rooms"),
+	}
 	f.dial = addDialFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -99,6 +108,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return idleMemory(stdout, stderr, &f)
 	case *f.fanout > 0:
 		return fanoutCmd(stdout, stderr, &f)
+	case *f.rooms.rooms > 0:
+		return roomsCmd(stdout, stderr, &f, f.rooms)
 	case *f.addr != "":
 		return loadRemote(stdout, stderr, &f)
 	}

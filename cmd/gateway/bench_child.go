@@ -58,20 +58,38 @@ func startChild(stderr io.Writer) (*child, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	return c, c.spawn(stderr, exe, cfg)
+}
+
+// spawnChild starts `gateway run` on the config at cfg in dir (which the
+// child then owns), whose admin server is at admin, and returns once it is
+// ready.
+func spawnChild(stderr io.Writer, dir, cfg, listen, admin string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c := &child{dir: dir, listen: listen, admin: admin}
+	return c, c.spawn(stderr, exe, cfg)
+}
+
+func (c *child) spawn(stderr io.Writer, exe, cfg string) error {
+	dir := c.dir
 	c.cmd = exec.Command(exe, "run", "-c", cfg)
 	c.cmd.Env = append(os.Environ(), childEnv+"=1")
 	c.cmd.Stdout, c.cmd.Stderr = io.Discard, stderr
 	if err := c.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
-		return nil, err
+		return err
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if ok, _ := c.get("/readyz"); ok {
-			return c, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
 			c.stop()
-			return nil, fmt.Errorf("the gateway process was not ready within 30s")
+			return fmt.Errorf("the gateway process was not ready within 30s")
 		}
 	}
 }

@@ -148,3 +148,28 @@ func TestBenchFanoutAndIdle(t *testing.T) {
 		t.Errorf("idle report:\n%s", out)
 	}
 }
+
+// TestBenchRooms: -rooms reports the room kind next to the shield.timeout
+// baseline, each on processes of their own, on one node and with -nodes 2
+// (a gateway and two service nodes).
+func TestBenchRooms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load runs")
+	}
+	noLeak(t)
+	for _, nodes := range []string{"1", "2"} {
+		code, out, errOut := gateway(t, "bench", "-rooms", "4", "-members", "2", "-nodes", nodes, "-d", "500ms", "-warmup", "200ms")
+		if code != 0 {
+			t.Fatalf("-nodes %s: exit %d\n%s\n%s", nodes, code, out, errOut)
+		}
+		for _, row := range []string{`(?m)^room kind +clients: +\d+ frames/s .* errors 0$`, `(?m)^shield.timeout baseline +clients: +\d+ frames/s .* errors 0$`,
+			`(?m)server: tick lateness p50 \S+ p99 \S+ .*ticks \d+`, `(?m)all processes +cpu +\S+ per room-tick`} {
+			if !regexp.MustCompile(row).MatchString(out) {
+				t.Errorf("-nodes %s: no %s in:\n%s", nodes, row, out)
+			}
+		}
+		if nodes == "2" && strings.Count(out, "service node") < 4 {
+			t.Errorf("-nodes 2: want two service nodes' rows per run in:\n%s", out)
+		}
+	}
+}
