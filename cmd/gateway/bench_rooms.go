@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shieldrpc/shield/bench"
@@ -27,6 +28,9 @@ type roomsFlags struct {
 // gateway with everything, or with -nodes 2 a gateway (the lobby, the
 // embedded NATS) and two service nodes sharing the rooms.
 func roomsCmd(stdout, stderr io.Writer, f *benchFlags, rf roomsFlags) int {
+	// Several server processes write their logs to stderr at once: os/exec
+	// copies each one's on a goroutine of its own.
+	stderr = &syncWriter{w: stderr}
 	raiseFileLimit(stderr, 2*(*rf.rooms)*(*rf.members)+1024)
 	fmt.Fprintf(stdout, "rooms: %d rooms x %d members at %d Hz, %d fields (%d changing per tick), %d service node(s); %v per run after %v warm-up\n",
 		*rf.rooms, *rf.members, *rf.hz, *rf.fields, *rf.changing, max(*rf.nodes, 1), *f.dur, *f.warmup)
@@ -294,4 +298,16 @@ func quantile(bs []bucket, q float64) time.Duration {
 		lo, below = b.le, b.count
 	}
 	return time.Duration(lo * float64(time.Second))
+}
+
+// syncWriter serialises the writes of several goroutines to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
