@@ -279,6 +279,41 @@ func (b *chromium) await(ctx context.Context, session, expr string) (string, err
 	}
 }
 
+// click presses and releases the left mouse button over the middle of the
+// element with id in a page, once it is shown, enabled and on top there:
+// as a user would, so that a hidden, disabled or covered button never
+// gets the click.
+func (b *chromium) click(ctx context.Context, session, id string) error {
+	// A user clicks in the tab in front.
+	if _, err := b.call(ctx, session, "Page.bringToFront", nil); err != nil {
+		return err
+	}
+	got, err := b.await(ctx, session, fmt.Sprintf(`new Promise((resolve, reject) => {
+		const t0 = Date.now();
+		(function wait() {
+			const el = document.getElementById(%[1]q);
+			const r = el && el.getBoundingClientRect(), x = r && r.x + r.width / 2, y = r && r.y + r.height / 2;
+			if (el && !el.disabled && !el.hidden && document.elementFromPoint(x, y) === el) resolve(JSON.stringify({x, y}));
+			else if (Date.now() - t0 > 20000) reject(new Error("no clickable #" + %[1]q));
+			else setTimeout(wait, 50);
+		})();
+	})`, id))
+	if err != nil {
+		return err
+	}
+	var at struct{ X, Y float64 }
+	if err := json.Unmarshal([]byte(got), &at); err != nil {
+		return fmt.Errorf("#%s at %q: %v", id, got, err)
+	}
+	for _, typ := range []string{"mousePressed", "mouseReleased"} {
+		if _, err := b.call(ctx, session, "Input.dispatchMouseEvent", map[string]any{
+			"type": typ, "x": at.X, "y": at.Y, "button": "left", "clickCount": 1}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // screenshot saves a PNG of a page.
 func (b *chromium) screenshot(ctx context.Context, session, file string) error {
 	res, err := b.call(ctx, session, "Page.captureScreenshot", map[string]any{"format": "png"})

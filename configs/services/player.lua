@@ -5,12 +5,22 @@
 -- in the kv bucket "players" under the player_id, so it survives a
 -- restart; the VM that owns the player caches it while the player is on.
 -- Without storage the game still plays, and forgets on restart.
+--
+-- `play` queues the player for the arena (a room kind, services/arena.lua):
+-- the queue pushes the session itself when it is matched, and the client
+-- joins the room with the push's token; the session comes back here when
+-- it leaves (client_bound with `from`).
 local M = {}
 
 local BUCKET = "players"
 local room_of = {}  -- player_id -> room name
 local profiles = {} -- player_id -> {room =, x =, y =, moves =}, while online
 local persist = true
+-- player_id -> {ticket =, session_id =, gateway =}: the arena ticket a
+-- session took. The VM is not told when a ticket ends (matched, expired):
+-- an entry may name an ended ticket, whose cancel returns false.
+local ticket_of = {}
+local QUEUE = "arena"
 
 function M.init(ctx)
   -- Probe the store once: a config without storage (the tests of other
@@ -104,6 +114,54 @@ function M.profile(ctx, client, req)
   return { player_id = client.player_id, room = p.room, x = p.x, y = p.y, moves = p.moves or 0 }
 end
 
+-- play {} -> {ticket = "arena/<16 hex>"}: queue for an arena match. The
+-- answer comes at once; the match comes later as a shield.match push
+-- (65524) {"event":"matched","room":..,"token":..} or {"event":"expired"}
+-- after the queue's ticket_ttl. Playing again queues anew: the ticket held
+-- is cancelled first (it may have ended unseen). The props are the
+-- server's, not the client's: the arena queue matches anyone.
+function M.play(ctx, client, req)
+  local pid = client.player_id
+  local held = ticket_of[pid]
+  if held then
+    ticket_of[pid] = nil
+    pcall(shield.match.cancel, held.ticket) -- false or an error: it is not waiting, or enqueue says so
+  end
+  local ticket = shield.match.enqueue(client, QUEUE, {})
+  ticket_of[pid] = { ticket = ticket, session_id = client.session_id, gateway = client.gateway }
+  return { ticket = ticket }
+end
+
+-- cancel_play {} -> {cancelled = true|false}: true if the ticket was still
+-- waiting (it is then in no match); false if there was none, or it was
+-- matched or expired already.
+function M.cancel_play(ctx, client, req)
+  local pid = client.player_id
+  local held = ticket_of[pid]
+  if not held then return { cancelled = false } end
+  local cancelled = shield.match.cancel(held.ticket) -- raises: the entry stays, to cancel again
+  if ticket_of[pid] == held then ticket_of[pid] = nil end
+  return { cancelled = cancelled }
+end
+
+-- A bind to this VM: a login (from is nil), or the player back from the
+-- arena (from = {room =, reason =}). Back home, the session has a new
+-- epoch: the lobby room gets its new ref (pushes to the one it held no
+-- longer reach it), and the ticket held, taken at the old epoch, is
+-- cancelled (matched already, most likely; if the player played again
+-- before joining, its push could not reach the session either).
+function M.client_bound(ctx, client, from)
+  if not from then return end
+  local pid = client.player_id
+  local room = room_of[pid]
+  if room then shield.send("room", "join", room, shield.client.ref(client)) end
+  local held = ticket_of[pid]
+  if held then
+    ticket_of[pid] = nil
+    pcall(shield.match.cancel, held.ticket)
+  end
+end
+
 function M.client_disconnected(ctx, client, reason)
   local pid = client.player_id
   local room = room_of[pid]
@@ -112,6 +170,14 @@ function M.client_disconnected(ctx, client, reason)
     room_of[pid] = nil
   end
   profiles[pid] = nil -- stored already; loaded again at the next login
+  -- Tickets do not follow sessions: a waiting one would match a player who
+  -- is gone. Only this session's: a new login of the player may hold its own.
+  local held = ticket_of[pid]
+  if held and held.session_id == client.session_id and held.gateway == client.gateway then
+    ticket_of[pid] = nil
+    local ok, err = pcall(shield.match.cancel, held.ticket)
+    if not ok then shield.log.warn("arena ticket not cancelled", "ticket", held.ticket, "error", tostring(err)) end
+  end
 end
 
 return M
