@@ -97,7 +97,7 @@ const authLua = "local M = {}\nfunction M.login(ctx, client, req) return {} end\
 func TestCompileExample(t *testing.T) {
 	noLeak(t)
 	dir := t.TempDir()
-	for _, name := range []string{"actors.yaml", "services/auth.lua", "services/player.lua", "services/room.lua"} {
+	for _, name := range []string{"actors.yaml", "services/auth.lua", "services/player.lua", "services/room.lua", "services/arena.lua"} {
 		data, err := os.ReadFile(filepath.Join("..", "configs", name))
 		if err != nil {
 			t.Fatal(err)
@@ -109,8 +109,12 @@ func TestCompileExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rep.Close()
-	if rep.Table.Len() != 6 {
-		t.Errorf("%d routes, want 6", rep.Table.Len())
+	// 9 of the actors and Shield's 5 room routes (the arena is a room kind).
+	if rep.Table.Len() != 14 {
+		t.Errorf("%d routes, want 14", rep.Table.Len())
+	}
+	if !rep.Runtime.IsRoomKind("arena") {
+		t.Error("the arena is not a room kind")
 	}
 	if rep.KV == nil {
 		t.Error("the example's storage block gave no store")

@@ -19,7 +19,7 @@ import (
 func TestNoClusterNoCost(t *testing.T) {
 	noLeak(t)
 	dir := t.TempDir()
-	for _, name := range []string{"actors.yaml", "services/auth.lua", "services/player.lua", "services/room.lua"} {
+	for _, name := range []string{"actors.yaml", "services/auth.lua", "services/player.lua", "services/room.lua", "services/arena.lua"} {
 		data, err := os.ReadFile(filepath.Join("..", "configs", name))
 		if err != nil {
 			t.Fatal(err)

@@ -57,7 +57,8 @@ func MustRoutes(ids map[string]uint32) *Routes {
 
 // RoutesFrom reads the route table of a gateway's configuration file:
 // config.Load, then descriptor.Merge (SPEC §2 layers 1 and 2; no script is
-// run). Unnamed routes are left out.
+// run). Unnamed routes, and Shield's room routes (the SDK's constants), are
+// left out, as `gateway gen` leaves them out.
 func RoutesFrom(configFile string) (*Routes, error) {
 	cfg, err := config.Load(configFile)
 	if err != nil {
@@ -69,7 +70,9 @@ func RoutesFrom(configFile string) (*Routes, error) {
 	}
 	ids := map[string]uint32{}
 	for _, rt := range table.Routes() {
-		if rt.Name != "" {
+		// Shield's own room routes are the SDK's constants (RouteRoomJoin,
+		// ...), left out as `gateway gen` leaves them out of the stubs.
+		if rt.Name != "" && !rt.IsRoomRoute() {
 			ids[rt.Name] = rt.ID
 		}
 	}

@@ -456,10 +456,16 @@ func TestExampleConfig(t *testing.T) {
 		names = append(names, a.Name)
 		routes += len(a.Routes)
 	}
-	if got := strings.Join(names, ","); got != "auth,player,room" || routes != 6 {
-		t.Errorf("actors = %s with %d routes, want auth,player,room with 6", got, routes)
+	if got := strings.Join(names, ","); got != "auth,player,room,arena" || routes != 9 {
+		t.Errorf("actors = %s with %d routes, want auth,player,room,arena with 9", got, routes)
 	}
-	if p := cfg.Actors[1]; p.Instances != 2 || p.Routes[3].OwnerService != "room" || p.Routes[3].Direction != config.S2C {
+	if a := cfg.Actors[3]; a.Room == nil || a.Room.TickHz != 20 || a.Room.MaxMembers != 8 || len(a.Routes) != 1 || !a.Routes[0].RoomInput {
+		t.Errorf("arena = %+v", a)
+	}
+	if q := cfg.Match.Queues; len(q) != 1 || q[0].Name != "arena" || q[0].Room != "arena" || q[0].MinPlayers != 2 || q[0].MaxPlayers != 8 {
+		t.Errorf("match = %+v", cfg.Match)
+	}
+	if p := cfg.Actors[1]; p.Instances != 2 || p.Routes[5].OwnerService != "room" || p.Routes[5].Direction != config.S2C {
 		t.Errorf("player = %+v", p)
 	}
 	if s := cfg.Storage; s == nil || s.DataDir != filepath.Join("..", "configs", "data") || len(s.Buckets) != 1 || s.Buckets[0].Name != "players" {

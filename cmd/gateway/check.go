@@ -73,7 +73,7 @@ func printTable(w io.Writer, cfg *config.Config, t *descriptor.Table, schemas *c
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tDIRECTION\tOWNER\tBINDING\tREQUIRES_AUTH\tACTION\tCODEC\tSCHEMA")
 	for _, r := range t.Routes() {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\n", r.ID, dash(r.Name), r.Direction, r.Owner, r.Binding,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\n", r.ID, dash(r.Name), r.Direction, r.Owner, dash(r.Binding),
 			r.RequiresAuth, r.Action, routeCodec(cfg, &r), dash(routeSchema(cfg, &r, schemas)))
 	}
 	tw.Flush()

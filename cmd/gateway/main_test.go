@@ -56,11 +56,20 @@ func TestCheckExample(t *testing.T) {
 		{"ID": "2001", "NAME": "move", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "move", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 		{"ID": "2002", "NAME": "join_room", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "join_room", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 		{"ID": "2003", "NAME": "profile", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "profile", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "2004", "NAME": "play", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "play", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "2005", "NAME": "cancel_play", "DIRECTION": "c2s", "OWNER": "player", "BINDING": "cancel_play", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 		{"ID": "2101", "NAME": "position", "DIRECTION": "s2c", "OWNER": "room", "BINDING": "position", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 		{"ID": "2102", "NAME": "left", "DIRECTION": "s2c", "OWNER": "room", "BINDING": "left", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		// A room's input route has no handler, nor have Shield's own.
+		{"ID": "2201", "NAME": "arena_move", "DIRECTION": "c2s", "OWNER": "arena", "BINDING": "-", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "65520", "NAME": "shield.room.state", "DIRECTION": "s2c", "OWNER": "shield", "BINDING": "-", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "65521", "NAME": "shield.room.sync", "DIRECTION": "c2s", "OWNER": "shield", "BINDING": "-", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "65522", "NAME": "shield.room.join", "DIRECTION": "c2s", "OWNER": "shield", "BINDING": "-", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "65523", "NAME": "shield.room.leave", "DIRECTION": "c2s", "OWNER": "shield", "BINDING": "-", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
+		{"ID": "65524", "NAME": "shield.match", "DIRECTION": "s2c", "OWNER": "shield", "BINDING": "-", "REQUIRES_AUTH": "true", "ACTION": "decode_local"},
 	}
 	wantRows(t, rows, want, out)
-	if got := lines[len(lines)-1]; got != example+": ok: 6 routes, 3 actors, 4 VMs compiled" {
+	if got := lines[len(lines)-1]; got != example+": ok: 14 routes, 4 actors, 4 VMs compiled" {
 		t.Errorf("summary line = %q", got)
 	}
 }

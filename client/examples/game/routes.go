@@ -14,23 +14,29 @@ import (
 
 // The route ids.
 const (
-	RouteLogin    uint32 = 1001 // login, c2s, owner auth
-	RouteMove     uint32 = 2001 // move, c2s, owner player
-	RouteJoinRoom uint32 = 2002 // join_room, c2s, owner player
-	RouteProfile  uint32 = 2003 // profile, c2s, owner player
-	RoutePosition uint32 = 2101 // position, s2c, owner room
-	RouteLeft     uint32 = 2102 // left, s2c, owner room
+	RouteLogin      uint32 = 1001 // login, c2s, owner auth
+	RouteMove       uint32 = 2001 // move, c2s, owner player
+	RouteJoinRoom   uint32 = 2002 // join_room, c2s, owner player
+	RouteProfile    uint32 = 2003 // profile, c2s, owner player
+	RoutePlay       uint32 = 2004 // play, c2s, owner player
+	RouteCancelPlay uint32 = 2005 // cancel_play, c2s, owner player
+	RoutePosition   uint32 = 2101 // position, s2c, owner room
+	RouteLeft       uint32 = 2102 // left, s2c, owner room
+	RouteArenaMove  uint32 = 2201 // arena_move, c2s, owner arena
 )
 
 // Routes maps the route names to their ids (unnamed routes: route_<id>),
 // for client.Options.Routes and the client's *Name methods.
 var Routes = client.MustRoutes(map[string]uint32{
-	"login":     RouteLogin,
-	"move":      RouteMove,
-	"join_room": RouteJoinRoom,
-	"profile":   RouteProfile,
-	"position":  RoutePosition,
-	"left":      RouteLeft,
+	"login":       RouteLogin,
+	"move":        RouteMove,
+	"join_room":   RouteJoinRoom,
+	"profile":     RouteProfile,
+	"play":        RoutePlay,
+	"cancel_play": RouteCancelPlay,
+	"position":    RoutePosition,
+	"left":        RouteLeft,
+	"arena_move":  RouteArenaMove,
 })
 
 // LoginRequest is the request of route 1001 (login).
@@ -107,6 +113,32 @@ func Profile(ctx context.Context, c *client.Client, req ProfileRequest) (resp Pr
 	return resp, err
 }
 
+// PlayRequest is the request of route 2004 (play). No schema describes it.
+type PlayRequest = json.RawMessage
+
+// PlayResponse is the response of route 2004 (play). No schema describes it.
+type PlayResponse = json.RawMessage
+
+// Play calls play (route 2004, c2s, owner player). An error frame
+// comes back as a *codes.Error, as from client.Client.Call.
+func Play(ctx context.Context, c *client.Client, req PlayRequest) (resp PlayResponse, err error) {
+	err = c.Call(ctx, RoutePlay, req, &resp)
+	return resp, err
+}
+
+// CancelPlayRequest is the request of route 2005 (cancel_play). No schema describes it.
+type CancelPlayRequest = json.RawMessage
+
+// CancelPlayResponse is the response of route 2005 (cancel_play). No schema describes it.
+type CancelPlayResponse = json.RawMessage
+
+// CancelPlay calls cancel_play (route 2005, c2s, owner player). An error frame
+// comes back as a *codes.Error, as from client.Client.Call.
+func CancelPlay(ctx context.Context, c *client.Client, req CancelPlayRequest) (resp CancelPlayResponse, err error) {
+	err = c.Call(ctx, RouteCancelPlay, req, &resp)
+	return resp, err
+}
+
 // PositionPush is a push on route 2101 (position).
 // position push: Route 2101 (room, s2c). A member of the room moved; the mover gets it too.
 type PositionPush struct {
@@ -151,4 +183,17 @@ func OnLeft(c *client.Client, fn func(body LeftPush, err error)) {
 		err := client.DecodeBody(raw, &v)
 		fn(v, err)
 	})
+}
+
+// ArenaMoveRequest is the request of route 2201 (arena_move). No schema describes it.
+type ArenaMoveRequest = json.RawMessage
+
+// ArenaMoveResponse is the response of route 2201 (arena_move). No schema describes it.
+type ArenaMoveResponse = json.RawMessage
+
+// ArenaMove calls arena_move (route 2201, c2s, owner arena). An error frame
+// comes back as a *codes.Error, as from client.Client.Call.
+func ArenaMove(ctx context.Context, c *client.Client, req ArenaMoveRequest) (resp ArenaMoveResponse, err error) {
+	err = c.Call(ctx, RouteArenaMove, req, &resp)
+	return resp, err
 }

@@ -24,10 +24,16 @@ namespace Shield.Examples.Game
         public const int JoinRoom = 2002;
         /// <summary>profile (route 2003, c2s, owner player)</summary>
         public const int Profile = 2003;
+        /// <summary>play (route 2004, c2s, owner player)</summary>
+        public const int Play = 2004;
+        /// <summary>cancel_play (route 2005, c2s, owner player)</summary>
+        public const int CancelPlay = 2005;
         /// <summary>position (route 2101, s2c, owner room)</summary>
         public const int Position = 2101;
         /// <summary>left (route 2102, s2c, owner room)</summary>
         public const int Left = 2102;
+        /// <summary>arena_move (route 2201, c2s, owner arena)</summary>
+        public const int ArenaMove = 2201;
     }
 
     /// <summary>The route names, by route id.</summary>
@@ -40,8 +46,11 @@ namespace Shield.Examples.Game
             { 2001, "move" },
             { 2002, "join_room" },
             { 2003, "profile" },
+            { 2004, "play" },
+            { 2005, "cancel_play" },
             { 2101, "position" },
             { 2102, "left" },
+            { 2201, "arena_move" },
         };
     }
 
@@ -76,6 +85,20 @@ namespace Shield.Examples.Game
             return text;
         }
 
+        /// <summary>Calls play (route 2004, c2s, owner player); fails as ShieldClient.CallAsync does.</summary>
+        public static async Task<string> PlayAsync(this ShieldClient client, string req, TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken))
+        {
+            string text = await client.CallAsync(Route.Play, req, timeout, ct).ConfigureAwait(false);
+            return text;
+        }
+
+        /// <summary>Calls cancel_play (route 2005, c2s, owner player); fails as ShieldClient.CallAsync does.</summary>
+        public static async Task<string> CancelPlayAsync(this ShieldClient client, string req, TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken))
+        {
+            string text = await client.CallAsync(Route.CancelPlay, req, timeout, ct).ConfigureAwait(false);
+            return text;
+        }
+
         /// <summary>Handles pushes on route 2101 (position); dispose the result to remove the handler.</summary>
         public static IDisposable OnPosition(this ShieldClient client, Action<PositionPush> handler)
         {
@@ -86,6 +109,13 @@ namespace Shield.Examples.Game
         public static IDisposable OnLeft(this ShieldClient client, Action<LeftPush> handler)
         {
             return client.OnPush(Route.Left, p => handler(LeftPush.FromJson(JsonGen.Parse(p.Text))));
+        }
+
+        /// <summary>Calls arena_move (route 2201, c2s, owner arena); fails as ShieldClient.CallAsync does.</summary>
+        public static async Task<string> ArenaMoveAsync(this ShieldClient client, string req, TimeSpan? timeout = null, CancellationToken ct = default(CancellationToken))
+        {
+            string text = await client.CallAsync(Route.ArenaMove, req, timeout, ct).ConfigureAwait(false);
+            return text;
         }
     }
 

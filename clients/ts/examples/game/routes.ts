@@ -10,8 +10,11 @@ export const Route = {
   move: 2001,
   join_room: 2002,
   profile: 2003,
+  play: 2004,
+  cancel_play: 2005,
   position: 2101,
   left: 2102,
+  arena_move: 2201,
 } as const;
 
 /** The route names, by route id. */
@@ -20,8 +23,11 @@ export const RouteName: Readonly<Record<number, string>> = {
   2001: 'move',
   2002: 'join_room',
   2003: 'profile',
+  2004: 'play',
+  2005: 'cancel_play',
   2101: 'position',
   2102: 'left',
+  2201: 'arena_move',
 };
 
 /**
@@ -108,6 +114,40 @@ export function profile(client: Client, req?: ProfileRequest, options?: CallOpti
 }
 
 /**
+ * The request of route 2004 (play).
+ * No schema describes it.
+ */
+export type PlayRequest = unknown;
+
+/**
+ * The response of route 2004 (play).
+ * No schema describes it.
+ */
+export type PlayResponse = unknown;
+
+/** Calls play (route 2004, c2s, owner player); rejects as Client.call does. */
+export function play(client: Client, req?: PlayRequest, options?: CallOptions): Promise<PlayResponse> {
+  return client.call<PlayResponse>(Route.play, req, options);
+}
+
+/**
+ * The request of route 2005 (cancel_play).
+ * No schema describes it.
+ */
+export type CancelPlayRequest = unknown;
+
+/**
+ * The response of route 2005 (cancel_play).
+ * No schema describes it.
+ */
+export type CancelPlayResponse = unknown;
+
+/** Calls cancel_play (route 2005, c2s, owner player); rejects as Client.call does. */
+export function cancelPlay(client: Client, req?: CancelPlayRequest, options?: CallOptions): Promise<CancelPlayResponse> {
+  return client.call<CancelPlayResponse>(Route.cancel_play, req, options);
+}
+
+/**
  * A push on route 2101 (position).
  * position push: Route 2101 (room, s2c). A member of the room moved; the mover gets it too.
  */
@@ -135,4 +175,21 @@ export interface LeftPush {
 /** Handles pushes on route 2102 (left); returns a function that removes the handler. */
 export function onLeft(client: Client, handler: (body: LeftPush, info: PushInfo) => void): () => void {
   return client.onPush<LeftPush>(Route.left, handler);
+}
+
+/**
+ * The request of route 2201 (arena_move).
+ * No schema describes it.
+ */
+export type ArenaMoveRequest = unknown;
+
+/**
+ * The response of route 2201 (arena_move).
+ * No schema describes it.
+ */
+export type ArenaMoveResponse = unknown;
+
+/** Calls arena_move (route 2201, c2s, owner arena); rejects as Client.call does. */
+export function arenaMove(client: Client, req?: ArenaMoveRequest, options?: CallOptions): Promise<ArenaMoveResponse> {
+  return client.call<ArenaMoveResponse>(Route.arena_move, req, options);
 }
