@@ -116,3 +116,39 @@ func codeIs(err error, code codes.Code) bool {
 	got, ok := codes.CodeOf(err)
 	return ok && got == code
 }
+
+// TestClientRoomLegacy: on the legacy envelopes a state frame is a JSON
+// string of its base64 (docs/protocol.md §13); the Go SDK's Room decodes
+// it, on delimiter and lenprefix alike.
+func TestClientRoomLegacy(t *testing.T) {
+	for _, env := range []string{"delimiter", "lenprefix"} {
+		t.Run(env, func(t *testing.T) {
+			g := startRooms(t, roomsConf{node: "gw-sdk-" + env, listener: "protocol: {envelope: " + env + ", body: json}",
+				timeout: 20 * time.Second, kinds: roomKind("arena", "rooms_arena.lua", "tick_hz: 20", "{id: 3001, name: move, room_input: true}")})
+			c := g.dialPlain(client.Options{Envelope: env})
+			r := c.Room()
+			g.login(c, "alice")
+			room := g.makeOn(c, "arena", map[string]string{"name": "pit"})
+			if err := r.Join(g.ctx, room, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Notify(3001, map[string]any{"x": 9}); err != nil {
+				t.Fatal(err)
+			}
+			wiretest.Eventually(t, "the input in the state", func() bool {
+				var x any
+				r.State(func(st map[string]any, _ uint64, _ bool) {
+					pos, _ := st["pos"].(map[string]any)
+					x = pos["alice"]
+				})
+				return x == int64(9)
+			})
+			if err := r.Leave(g.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if reason, _, _ := r.End(); reason != "left" {
+				t.Fatalf("END %q, want left", reason)
+			}
+		})
+	}
+}

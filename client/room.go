@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -66,6 +67,15 @@ func (r *Room) OnUpdate(fn func(statesync.Update)) {
 
 // receive is the handler of shield.room.state pushes.
 func (r *Room) receive(body []byte) {
+	if len(body) > 0 && body[0] == '"' {
+		// lenprefix and delimiter: the frame is a JSON string of its
+		// standard base64 (docs/protocol.md §13). One that is not is a gap.
+		var raw []byte
+		if json.Unmarshal(body, &raw) != nil {
+			raw = nil
+		}
+		body = raw
+	}
 	r.mu.Lock()
 	u, _ := r.tr.Receive(body) // a frame that breaks the format is a gap: u says so
 	switch u.Status {
