@@ -163,7 +163,13 @@ func joinAs(join []byte) []byte {
 // readPushes reads idlen frames from c until it fails, calling got for
 // each push (request_id 0) or, on the sender, each answer.
 func readPushes(c net.Conn, got func()) {
-	buf := make([]byte, 16<<10)
+	eachFrame(c, make([]byte, 16<<10), func([]byte) { got() })
+}
+
+// eachFrame reads idlen frames from c into buf until c fails or a frame
+// does not fit buf, handing fn each whole frame (its u32 length
+// included), which fn must not keep.
+func eachFrame(c net.Conn, buf []byte, fn func(frame []byte)) {
 	var r, w int
 	for {
 		n, err := c.Read(buf[w:])
@@ -179,7 +185,7 @@ func readPushes(c net.Conn, got func()) {
 			if w-r < 4+length {
 				break
 			}
-			got()
+			fn(buf[r : r+4+length])
 			r += 4 + length
 		}
 		if r == w {

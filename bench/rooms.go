@@ -223,35 +223,11 @@ func routeOf(rt []byte) uint32 { return uint32(rt[0])<<16 | uint32(rt[1])<<8 | u
 // read reads the member's frames until its connection fails or its
 // deadline passes, applying each state push.
 func (m *roomMember) read(baseline bool) {
-	buf := make([]byte, 64<<10)
-	var r, w int
-	for {
-		n, err := m.c.Read(buf[w:])
-		if err != nil {
-			return
+	eachFrame(m.c, make([]byte, 64<<10), func(f []byte) {
+		if binary.BigEndian.Uint32(f[8:]) == 0 { // a push
+			m.apply(routeOf(f[5:8]), f[12:], time.Now().UnixNano(), baseline)
 		}
-		w += n
-		now := time.Now().UnixNano()
-		for w-r >= 12 {
-			length := int(binary.BigEndian.Uint32(buf[r:]))
-			if length < 8 || 4+length > len(buf) {
-				return
-			}
-			if w-r < 4+length {
-				break
-			}
-			if binary.BigEndian.Uint32(buf[r+8:]) == 0 { // a push
-				m.apply(routeOf(buf[r+5:r+8]), buf[r+12:r+4+length], now, baseline)
-			}
-			r += 4 + length
-		}
-		if r == w {
-			r, w = 0, 0
-		} else if r > len(buf)/2 {
-			w = copy(buf, buf[r:w])
-			r = 0
-		}
-	}
+	})
 }
 
 // apply takes one push at now (0: before the measured time).

@@ -134,6 +134,15 @@ func nodeOf(t *testing.T, room string) string {
 	return node
 }
 
+// hostOf is the one of s1 (svc-1) and s2 (svc-2) that hosts room.
+func hostOf(t *testing.T, room string, s1, s2 *node) *node {
+	t.Helper()
+	if nodeOf(t, room) == "svc-2" {
+		return s2
+	}
+	return s1
+}
+
 func joinCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 5*time.Second)
 }
@@ -237,10 +246,7 @@ func TestRoomNodeLost(t *testing.T) {
 	if err := alice.room.Join(ctx, room, nil); err != nil {
 		t.Fatal(err)
 	}
-	host := s1
-	if nodeOf(t, room) == "svc-2" {
-		host = s2
-	}
+	host := hostOf(t, room, s1, s2)
 	host.kill(t)
 	within(t, 3*nodeTimeout+2*time.Second, "END room_lost", func() bool {
 		reason, _, _ := alice.room.End()
@@ -263,10 +269,7 @@ func TestRoomDuplicateLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	newMember(t, gw, "alice")
-	host := s1
-	if nodeOf(t, room) == "svc-2" {
-		host = s2
-	}
+	host := hostOf(t, room, s1, s2)
 	host.Logs.WaitFor(t, "room_leave", "player_id", "alice", "reason", "kicked")
 }
 
