@@ -16,6 +16,7 @@ const (
 	RouteRoomSync  = 65521 // c2s notify: {"version":N}
 	RouteRoomJoin  = 65522 // c2s request: {"room":id,"meta":...}
 	RouteRoomLeave = 65523 // c2s request: {}
+	RouteMatch     = 65524 // s2c: a matchmaking event, {"event":"matched","room":id,"token":...} or "expired"
 )
 
 // Room is the client's side of its session's room (docs/rooms.md §8.3):
