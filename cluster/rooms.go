@@ -130,10 +130,7 @@ func (n *Node) roomsLost(p *peer) {
 	notice := &envelope.Frame{Kind: envelope.Notice, Code: string(codes.SessionTargetLost),
 		Message: "the node hosting this session's room, and its home, are gone"}
 	end := statesync.AppendEnd(nil, "room_lost", "", 0) // no message: no limit to keep to
-	bodies := map[string][]byte{}
-	for _, k := range n.cfg.BodyCodecKeys() {
-		bodies[k] = end
-	}
+	bodies := egress.SameBody(n.cfg.BodyCodecKeys(), end)
 	for _, s := range n.gw.Sessions().All() {
 		b := s.Binding()
 		if roomNode(b.Target) != p.name {

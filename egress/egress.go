@@ -72,6 +72,17 @@ type Push struct {
 	Targets []ClientRef
 }
 
+// SameBody is Push.Bodies for a body that is the same bytes under every
+// codec key of keys: Shield's own room frames and events (docs/rooms.md
+// §8.1), which no body codec encodes.
+func SameBody(keys []string, body []byte) map[string][]byte {
+	out := make(map[string][]byte, len(keys))
+	for _, k := range keys {
+		out[k] = body
+	}
+	return out
+}
+
 // BindRequest asks the gateway holding a session to move it to a new
 // target and player, by compare-and-set on Ref.Epoch (SPEC §4). The
 // caller resolves the target VM (fnv1a64(player_id) % instances), so the

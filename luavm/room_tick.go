@@ -269,9 +269,5 @@ func (vm *VM) binaryBodies(body []byte) map[string][]byte {
 	if len(keys) == 0 {
 		keys = []string{codec.JSONName}
 	}
-	out := make(map[string][]byte, len(keys))
-	for _, k := range keys {
-		out[k] = body
-	}
-	return out
+	return egress.SameBody(keys, body)
 }

@@ -306,11 +306,8 @@ func (qa *queueActor) push(ref egress.ClientRef, body []byte) bool {
 	if sink == nil {
 		return false
 	}
-	bodies := map[string][]byte{}
-	for _, k := range qa.rt.pushCodecs(qa.cfg.Room) {
-		bodies[k] = body
-	}
-	refused := sink.Push(&egress.Push{RouteID: descriptor.RouteMatch, Bodies: bodies, Targets: []egress.ClientRef{ref}})
+	refused := sink.Push(&egress.Push{RouteID: descriptor.RouteMatch, Bodies: egress.SameBody(qa.rt.pushCodecs(qa.cfg.Room), body),
+		Targets: []egress.ClientRef{ref}})
 	return len(refused) == 1 && refused[0] == ""
 }
 

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shieldrpc/shield/codec"
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/config"
 	"github.com/shieldrpc/shield/descriptor"
@@ -348,13 +347,10 @@ func (rt *Runtime) bindBackClosed(room egress.ActorID, b *ingress.Bound) {
 	if sink == nil || b.Return.IsZero() {
 		return
 	}
-	keys, limit := []string{codec.JSONName}, 0
+	limit := 0
 	var metrics luavm.RoomMetrics
 	rt.rooms.mu.RLock()
 	if k := rt.rooms.kinds[room.Service]; k != nil {
-		if len(k.spec.PushCodecs) > 0 {
-			keys = k.spec.PushCodecs
-		}
 		limit = k.cfg.MaxFrameBytes
 		if k.spec.Room != nil {
 			metrics = k.spec.Room.Metrics
@@ -362,12 +358,9 @@ func (rt *Runtime) bindBackClosed(room egress.ActorID, b *ingress.Bound) {
 	}
 	rt.rooms.mu.RUnlock()
 	body := statesync.AppendEnd(nil, "room_closed", "", limit)
-	bodies := make(map[string][]byte, len(keys)) // the same bytes under every codec (§8.1)
-	for _, k := range keys {
-		bodies[k] = body
-	}
 	req := &egress.BindRequest{Ref: b.Ref, PlayerID: b.Ref.PlayerID, Target: b.Return, Caller: room, Left: "room_closed",
-		Then: &egress.Push{RouteID: descriptor.RouteRoomState, Bodies: bodies, Targets: []egress.ClientRef{b.Ref}}}
+		Then: &egress.Push{RouteID: descriptor.RouteRoomState, Bodies: egress.SameBody(rt.pushCodecs(room.Service), body),
+			Targets: []egress.ClientRef{b.Ref}}}
 	go sink.Bind(req, func(_ egress.ClientRef, err *codes.Error) {
 		// The session closed, or was kicked, meanwhile: nothing to undo.
 		switch {
