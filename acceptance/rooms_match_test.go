@@ -476,3 +476,27 @@ func TestMatchConcurrent(t *testing.T) {
 	}
 	t.Logf("outcomes %v, %d matches", outcomes, len(rooms))
 }
+
+// TestDrainRefusesRooms is docs/rooms.md §10.3 in one process: from the
+// start of a drain the node makes no room and its queues take no ticket
+// (unavailable), while the sessions it still serves are answered.
+func TestDrainRefusesRooms(t *testing.T) {
+	g := matchRig(t, "max_members: 4",
+		"queues: [{name: duel, room: duel_room, min_players: 2, max_players: 2, fill_wait: 0s, interval: 50ms}]")
+	alice := g.player("alice", roomsMatch)
+	room := g.makeOn(alice.c, "duel_room", map[string]int{"drain_ms": 1500})
+	stopped := make(chan error, 1)
+	go func() { stopped <- g.s.Stop() }()
+	g.s.Logs.WaitFor(t, "room draining", "room", room)
+	var made struct{ Room string }
+	if err := alice.c.Call(g.ctx, roomsMake, map[string]string{"kind": "duel_room"}, &made); codeOf(err) != codes.Unavailable {
+		t.Fatalf("a create during the drain: %+v %v, want %s", made, err, codes.Unavailable)
+	}
+	if _, err := g.play(alice, "duel", nil, nil); codeOf(err) != codes.Unavailable {
+		t.Fatalf("an enqueue during the drain: %v, want %s", err, codes.Unavailable)
+	}
+	alice.c.Close() // the drain's last session: it ends now
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}

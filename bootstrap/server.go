@@ -156,6 +156,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	grace, cancel := context.WithTimeout(ctx, s.shutdown)
 	defer cancel()
 	s.Gateway.StopAccepting()
+	s.Runtime.Drain() // no room made, no ticket taken from now on
+	if s.Cluster != nil {
+		s.Cluster.Drain()
+	}
 	hooked := make(chan error, 1)
 	go func() { hooked <- s.Runtime.Hook(grace, "draining") }()
 	draining := true

@@ -514,6 +514,16 @@ func (n *Node) Ready() bool {
 	return time.Since(time.Unix(0, n.connectedAt.Load())) >= n.cl.Heartbeat
 }
 
+// Drain tells every node at once that this one is draining (its runtime's
+// Drain has begun): placement passes it over from the next create on,
+// rather than from its next heartbeat (docs/rooms.md §3.2).
+func (n *Node) Drain() {
+	if n == nil || !n.serving.Load() {
+		return
+	}
+	n.announce(pb.Presence_HEARTBEAT)
+}
+
 // Leave is the end of this node's drain (SPEC §10): it stops taking
 // messages for its instances and gateway and tells every node it is gone,
 // so that they act at once rather than after node_timeout.

@@ -24,6 +24,7 @@ type peer struct {
 	joining   bool           // it is still checking its start (SPEC §10 refusals): it hosts nothing yet
 	links     uint64         // its NATS connection's comings-up, as it last said
 	rooms     []*pb.RoomLoad // the room kinds it hosts, with their load (docs/rooms.md §3.2)
+	draining  bool           // it makes no room any more: placement passes it over
 }
 
 func (p *peer) String() string { return p.name + " (" + p.inc + ")" }
@@ -40,7 +41,7 @@ func (p *peer) before(q *peer) bool {
 
 func peerOf(m *pb.Presence, now time.Time) *peer {
 	p := &peer{name: m.Node, inc: m.Incarnation, gateway: m.Gateway, hash: m.TableHash, started: m.StartedUnixNano,
-		last: now, joining: m.Kind == pb.Presence_JOINING, links: m.Links, rooms: m.Rooms}
+		last: now, joining: m.Kind == pb.Presence_JOINING, links: m.Links, rooms: m.Rooms, draining: m.Draining}
 	for _, a := range m.Instances {
 		p.instances = append(p.instances, actorOf(a))
 	}
@@ -117,7 +118,7 @@ func (t *peerTable) heard(p *peer) (replaced *peer, joined, relinked bool) {
 	if old != nil && old.inc == p.inc {
 		old.last = p.last
 		if !p.joining {
-			old.rooms = p.rooms // the load moves with every heartbeat
+			old.rooms, old.draining = p.rooms, p.draining // the load moves with every heartbeat
 		}
 		relinked = old.links != 0 && p.links > old.links
 		old.links = max(old.links, p.links)

@@ -25,6 +25,9 @@ type pending struct {
 	in   *ingress.ClientIngress // a client frame
 	call *luavm.Call            // a shield.call
 	bind egress.BindDone        // a bind
+	// repicked: a room create sent to its second pick, which is not
+	// passed on again when that one is full too (rooms.go repick).
+	repicked bool
 	// batch is an IngressBatch's items (batch.go): what its reply
 	// subject's no-responders status fails; left is how many of them are
 	// still pending (the batch goes with the last). An item's parent is

@@ -85,6 +85,7 @@ func (n *Node) announce(kind pb.Presence_Kind) {
 			m.Instances = append(m.Instances, actorPB(a))
 		}
 		m.Rooms = n.roomLoads()
+		m.Draining = n.rt.Draining()
 	}
 	n.publishPresence(m)
 }

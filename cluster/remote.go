@@ -37,6 +37,12 @@ func (n *Node) Route(to egress.ActorID, c *luavm.Call) *codes.Error {
 // sendCall sends a call or a send to node on subject; a call waits for
 // its Result on this node's reply subject.
 func (n *Node) sendCall(node, subject string, c *luavm.Call) *codes.Error {
+	return n.sendCallAs(node, subject, c, false)
+}
+
+// sendCallAs is sendCall; repicked marks a room create's second pick
+// (rooms.go repick), which is not passed on again.
+func (n *Node) sendCallAs(node, subject string, c *luavm.Call, repicked bool) *codes.Error {
 	if !n.connected.Load() {
 		return unavailable("the cluster's NATS is unreachable")
 	}
@@ -45,7 +51,7 @@ func (n *Node) sendCall(node, subject string, c *luavm.Call) *codes.Error {
 	var id uint64
 	if c.ID != 0 {
 		var ok bool
-		if id, ok = n.pend.add(&pending{node: node, call: c, deadline: c.Deadline.Add(slack)}); !ok {
+		if id, ok = n.pend.add(&pending{node: node, call: c, deadline: c.Deadline.Add(slack), repicked: repicked}); !ok {
 			return unavailable("node %s is stopping", n.name)
 		}
 		reply = n.subj.reply(n.name, id)
@@ -143,8 +149,11 @@ func (n *Node) handleReply(msg *nats.Msg) {
 			n.settle(p, codes.New(codes.HandlerFailed, "undecodable result from node %s", p.node))
 			return
 		}
-		c := p.call
-		n.rt.Return(&luavm.Result{To: c.From, ID: c.ID, Gen: c.Gen, Values: r.Values, Err: errOf(r.Err)})
+		c, err := p.call, errOf(r.Err)
+		if err != nil && err.Code == codes.Busy && c.To.Room == luavm.CreateRoom && !p.repicked && n.repick(p) {
+			return // the next pick answers it
+		}
+		n.rt.Return(&luavm.Result{To: c.From, ID: c.ID, Gen: c.Gen, Values: r.Values, Err: err})
 	case p.bind != nil:
 		n.cm.In(metrics.KindControl)
 		var r pb.BindReply

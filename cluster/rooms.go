@@ -77,25 +77,41 @@ func (n *Node) onCreate(msg *nats.Msg) {
 }
 
 // PlaceRoom picks the node for a new room of kind (§3.2, service.Remote):
-// among the live hosts under max_rooms by their last heartbeat (this node
-// by its own count), the one with the fewest rooms of the kind; ties go
-// to this node, then to the bytewise-lowest name. A pick counts at once
-// as one more room there until that node's next heartbeat says how many
-// it has, so that a burst of creates (a matchmaker's) is spread too.
-func (n *Node) PlaceRoom(kind string, live, limit int, here bool) string {
-	best := n.pickRoom(kind, live, limit, here)
-	if best != "" && best != n.name {
+// among the live hosts not draining and under max_rooms by their last
+// heartbeat (this node by its own count), the one with the fewest rooms
+// of the kind; ties go to this node, then to the bytewise-lowest name. A
+// pick counts at once as one more room there until that node's next
+// heartbeat says how many it has, so that a burst of creates (a
+// matchmaker's) is spread too. No pick: unavailable when no live node
+// hosts the kind, busy when every one is full.
+func (n *Node) PlaceRoom(kind string, live, limit int, here bool) (string, *codes.Error) {
+	best, hosts := n.pickRoom(kind, live, limit, here, "")
+	switch {
+	case best == "" && hosts == 0:
+		return "", codes.New(codes.Unavailable, "no live node hosts room kind %s", kind)
+	case best == "":
+		return "", codes.New(codes.Busy, "every node hosting room kind %s is full (room.max_rooms)", kind)
+	case best != n.name:
 		n.peers.placed(best, kind)
 	}
-	return best
+	return best, nil
 }
 
-func (n *Node) pickRoom(kind string, live, limit int, here bool) string {
-	best, bestLive := "", 0
-	if here && live < limit {
-		best, bestLive = n.name, live
+// pickRoom is PlaceRoom's choice, passing over the node except, and how
+// many live hosts not draining it saw (this node included), full or not.
+func (n *Node) pickRoom(kind string, live, limit int, here bool, except string) (best string, hosts int) {
+	bestLive := 0
+	if here && n.name != except {
+		hosts++
+		if live < limit {
+			best, bestLive = n.name, live
+		}
 	}
 	for _, p := range n.peers.roomHosts(kind) {
+		if p.name == except {
+			continue
+		}
+		hosts++
 		if p.live >= p.max {
 			continue
 		}
@@ -103,7 +119,33 @@ func (n *Node) pickRoom(kind string, live, limit int, here bool) string {
 			best, bestLive = p.name, p.live
 		}
 	}
-	return best
+	return best, hosts
+}
+
+// repick is §3.2's second pick: the create p was refused as full by its
+// node (full since its heartbeat: another node's creates, or a queue's
+// there), which counts as full until its next heartbeat; the create goes
+// to the next pick, once. It reports whether it went; if not, the busy
+// answer stands.
+func (n *Node) repick(p *pending) bool {
+	c := p.call
+	kind := c.To.Service
+	n.peers.full(p.node, kind)
+	here := slices.Contains(n.roomKinds, kind) && !n.rt.Draining()
+	next, _ := n.pickRoom(kind, n.rt.RoomCount(kind), n.roomMax[kind], here, p.node)
+	if next == "" {
+		return false
+	}
+	if next != n.name {
+		n.peers.placed(next, kind)
+	}
+	// To this node too over NATS: its create subject makes the room here,
+	// as for a create placed here by another node.
+	if err := n.sendCallAs(next, n.subj.creates(next), c, true); err != nil {
+		return false
+	}
+	n.log.Debug("cluster: a room create refused as full went to the next pick", "kind", kind, "refused_by", p.node, "to", next)
+	return true
 }
 
 // CreateRoom sends shield.room.create's call to the node that makes it
@@ -163,7 +205,7 @@ func (t *peerTable) roomHosts(kind string) []roomHost {
 	defer t.mu.RUnlock()
 	var out []roomHost
 	for _, p := range t.byName {
-		if p.joining {
+		if p.joining || p.draining {
 			continue
 		}
 		for _, r := range p.rooms {
@@ -184,6 +226,20 @@ func (t *peerTable) placed(name, kind string) {
 		for _, r := range p.rooms {
 			if r.Kind == kind {
 				r.Live++
+			}
+		}
+	}
+}
+
+// full counts node name as full of kind until its next heartbeat: it
+// refused a create as full.
+func (t *peerTable) full(name, kind string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.byName[name]; p != nil {
+		for _, r := range p.rooms {
+			if r.Kind == kind {
+				r.Live = max(r.Live, r.MaxRooms)
 			}
 		}
 	}

@@ -34,10 +34,7 @@ const (
 // roomsNode is a node's config: services its node.services, queues its
 // node.queues ("" for none), gateway whether it has the game listener.
 func roomsNode(t testing.TB, name, services, queues string, gateway bool, port int) nodeSpec {
-	data, err := filepath.Abs("../acceptance/testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := dataDir(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "node:\n  name: %s\n  services: %s\n", name, services)
 	if queues != "" {
@@ -76,6 +73,15 @@ actors:
     room: {tick_hz: 20}
 `, data)
 	return nodeSpec{name: name, yaml: b.String()}
+}
+
+// dataDir is the acceptance tests' testdata, whose scripts these use.
+func dataDir(t testing.TB) string {
+	data, err := filepath.Abs("../acceptance/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // roomsCluster is a gateway node gw (the lobby) and service nodes svc-1
@@ -282,5 +288,86 @@ func TestQueueHostedOnce(t *testing.T) {
 	_, err := tryNode(t, roomsNode(t, "svc-2", "[arena, duel_room]", "[duel]", false, port))
 	if err == nil || !strings.Contains(err.Error(), "cluster: match queue duel is already hosted by node svc-1") {
 		t.Fatalf("a second host of queue duel: %v", err)
+	}
+}
+
+// edited is s with old replaced by new in its config, for one test's
+// variation of roomsNode.
+func edited(t *testing.T, s nodeSpec, old, new string) nodeSpec {
+	t.Helper()
+	if !strings.Contains(s.yaml, old) {
+		t.Fatalf("%q is not in the config of %s", old, s.name)
+	}
+	s.yaml = strings.Replace(s.yaml, old, new, 1)
+	return s
+}
+
+// TestRoomSecondPick is §3.2's second pick: svc-1's queue fills svc-1
+// with a duel_room (max_rooms 1) and gw, still counting svc-1 empty by
+// its last heartbeat (a long one here), places a create there; svc-1
+// refuses it as full and the create goes to svc-2 at once. The next
+// finds both full: busy, not unavailable.
+func TestRoomSecondPick(t *testing.T) {
+	port := startNATS(t).port
+	spec := func(name, services, queues string, gateway bool) nodeSpec {
+		s := roomsNode(t, name, services, queues, gateway, port)
+		s = edited(t, s, "heartbeat: "+heartbeat.String(), "heartbeat: 3s")
+		s = edited(t, s, "node_timeout: "+nodeTimeout.String(), "node_timeout: 9s")
+		return edited(t, s, "script: "+filepath.Join(dataDir(t), "rooms_match.lua")+"\n    room: {tick_hz: 20}",
+			"script: "+filepath.Join(dataDir(t), "rooms_match.lua")+"\n    room: {tick_hz: 20, max_rooms: 1}")
+	}
+	gw := startNode(t, spec("gw", "[lobby]", "", true))
+	s1 := startNode(t, spec("svc-1", "[arena, duel_room]", "[duel]", false))
+	s2 := startNode(t, spec("svc-2", "[arena, duel_room]", "[]", false))
+	waitReady(t, gw, s1, s2)
+
+	carol, dave := newMember(t, gw, "carol"), newMember(t, gw, "dave")
+	for _, m := range []*member{carol, dave} {
+		var out struct{ Ticket string }
+		call(t, m.c, lobbyPlay, map[string]any{"queue": "duel"}, &out)
+	}
+	var e struct{ Event, Room string }
+	within(t, 5*time.Second, "the matched push", func() bool {
+		carol.mu.Lock()
+		defer carol.mu.Unlock()
+		return len(carol.push) > 0 && json.Unmarshal(carol.push[0], &e) == nil
+	})
+	if nodeOf(t, e.Room) != "svc-1" {
+		t.Fatalf("the match's room %s, want it on svc-1 (its queue's node, a tie)", e.Room)
+	}
+	alice := newMember(t, gw, "alice")
+	if got := nodeOf(t, alice.make(t, "duel_room")); got != "svc-2" {
+		t.Fatalf("a create with svc-1 full went to %s, want svc-2", got)
+	}
+	var made struct{ Room string }
+	err := try(alice.c, lobbyMake, map[string]any{"kind": "duel_room"}, &made)
+	if err == nil || !strings.Contains(err.Error(), "full") {
+		t.Fatalf("a create with both hosts full: %+v %v, want busy (full)", made, err)
+	}
+}
+
+// TestRoomDraining is §3.2 and §10.3: a node that starts its drain says
+// so at once, and every create from then on goes to the other host, even
+// where the drainer has fewer rooms of the kind.
+func TestRoomDraining(t *testing.T) {
+	gw, s1, _ := roomsCluster(t)
+	alice := newMember(t, gw, "alice")
+	// A room on svc-1 (the tie's lowest name) whose draining hook holds
+	// svc-1's drain open for a while.
+	var made struct{ Room string }
+	call(t, alice.c, lobbyMake, map[string]any{"kind": "duel_room", "params": map[string]int{"drain_ms": 1500}}, &made)
+	if nodeOf(t, made.Room) != "svc-1" {
+		t.Fatalf("room %s, want it on svc-1", made.Room)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- s1.Stop() }()
+	s1.Logs.WaitFor(t, "room draining", "room", made.Room)
+	for i := range 3 {
+		if got := nodeOf(t, alice.make(t, "arena")); got != "svc-2" {
+			t.Fatalf("create %d during svc-1's drain went to %s, want svc-2", i, got)
+		}
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -186,11 +186,11 @@ func (rt *Runtime) createRoom(c *luavm.Call) *codes.Error {
 			live, limit = k.live, k.cfg.MaxRooms
 			rt.rooms.mu.RUnlock()
 		}
-		switch node := rt.remote.PlaceRoom(kind, live, limit, k != nil && !rt.stopping.Load()); node {
-		case "":
-			return codes.New(codes.Unavailable, "no live node hosts room kind %s", kind)
-		case rt.opts.Node:
-		default:
+		node, err := rt.remote.PlaceRoom(kind, live, limit, k != nil && !rt.stopping.Load())
+		switch {
+		case err != nil:
+			return err
+		case node != rt.opts.Node:
 			return rt.remote.CreateRoom(node, c)
 		}
 	}

@@ -98,8 +98,9 @@ type Remote interface {
 	Return(r *luavm.Result)
 	// PlaceRoom picks the node for a new room of kind (docs/rooms.md
 	// §3.2), given this node's own live rooms of it and its max_rooms
-	// (here false: it does not host the kind): "" for none.
-	PlaceRoom(kind string, live, max int, here bool) string
+	// (here false: it does not host the kind or is draining). No pick
+	// is unavailable (no live host) or busy (every host full).
+	PlaceRoom(kind string, live, max int, here bool) (string, *codes.Error)
 	// CreateRoom sends shield.room.create's call c to node, which makes
 	// the room and answers c.
 	CreateRoom(node string, c *luavm.Call) *codes.Error
@@ -117,7 +118,7 @@ type Runtime struct {
 	outside  outsideCalls           // calls made from Go, see Call
 	rooms    rooms                  // the room kinds and live rooms (rooms.go)
 	queues   map[string]*queueActor // the match queues hosted here, by name (queues.go)
-	stopping atomic.Bool            // set by halt: no room is made any more
+	stopping atomic.Bool            // set by Drain (or halt): no room is made, no ticket taken any more
 
 	stopOnce  sync.Once
 	closeOnce sync.Once // closes the resources
@@ -340,6 +341,15 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	})
 	return err
 }
+
+// Drain is the start of a node's drain (SPEC §9, docs/rooms.md §10.3):
+// from now on the node makes no room and its queues take no ticket
+// (client_rpc.unavailable); what lives goes on until the runtime stops.
+func (rt *Runtime) Drain() { rt.stopping.Store(true) }
+
+// Draining reports whether Drain (or Stop) has begun: a cluster node says
+// so in its heartbeat, and placement passes it over.
+func (rt *Runtime) Draining() bool { return rt.stopping.Load() }
 
 // halt ends every actor and the heap watcher, then closes the resources.
 // It runs once, under stopOnce.

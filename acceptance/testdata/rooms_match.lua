@@ -1,5 +1,6 @@
 -- The room kind of rooms_match_test.go (docs/rooms.md §9): what room_join saw of each seat, the
--- seats released, and room:reserve, for the test to ask through the lobby.
+-- seats released, and room:reserve, for the test to ask through the lobby; made with params.drain_ms, its
+-- draining hook holds the node's drain open that long (cluster TestRoomDraining).
 local M = {}
 local seen, released = {}, {}
 
@@ -14,6 +15,15 @@ end
 
 function M.room_seat_released(ctx, player_id, reason)
   released[player_id] = reason
+end
+
+function M.draining(ctx)
+  local ms = ctx.room.params and ctx.room.params.drain_ms
+  if ms then
+    shield.log.info("room draining", "room", ctx.room.id)
+    local stop = shield.now() + ms
+    while shield.now() < stop do end
+  end
 end
 
 function M.info(ctx)

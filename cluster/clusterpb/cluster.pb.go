@@ -1687,7 +1687,11 @@ type Presence struct {
 	// The room kinds this node hosts with their live rooms, for the
 	// placement of shield.room.create (docs/rooms.md §3.2); the match
 	// queues it hosts are in instances as {service "@match", room <name>}.
-	Rooms         []*RoomLoad `protobuf:"bytes,11,rep,name=rooms,proto3" json:"rooms,omitempty"`
+	Rooms []*RoomLoad `protobuf:"bytes,11,rep,name=rooms,proto3" json:"rooms,omitempty"`
+	// The node is draining (SIGTERM, SPEC §9): it makes no room and takes no
+	// ticket, so placement passes it over (docs/rooms.md §3.2). Sent at
+	// once when the drain starts, and with every heartbeat after.
+	Draining      bool `protobuf:"varint,12,opt,name=draining,proto3" json:"draining,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1797,6 +1801,13 @@ func (x *Presence) GetRooms() []*RoomLoad {
 		return x.Rooms
 	}
 	return nil
+}
+
+func (x *Presence) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
 }
 
 // RoomLoad is one room kind a node hosts: its live rooms and max_rooms.
@@ -1982,7 +1993,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x04then\x18\a \x01(\v2\x14.shield.cluster.PushR\x04then\"a\n" +
 	"\tBindReply\x12+\n" +
 	"\x03ref\x18\x01 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12'\n" +
-	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xf7\x03\n" +
+	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\x93\x04\n" +
 	"\bPresence\x121\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1d.shield.cluster.Presence.KindR\x04kind\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12 \n" +
@@ -1996,7 +2007,8 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x10dead_incarnation\x18\t \x01(\tR\x0fdeadIncarnation\x12\x14\n" +
 	"\x05links\x18\n" +
 	" \x01(\x04R\x05links\x12.\n" +
-	"\x05rooms\x18\v \x03(\v2\x18.shield.cluster.RoomLoadR\x05rooms\"X\n" +
+	"\x05rooms\x18\v \x03(\v2\x18.shield.cluster.RoomLoadR\x05rooms\x12\x1a\n" +
+	"\bdraining\x18\f \x01(\bR\bdraining\"X\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tHEARTBEAT\x10\x01\x12\t\n" +
