@@ -170,9 +170,9 @@ actors:
   - name: bench_room
     script: room.lua
     mailbox: 65536
-    # tick_budget at its limit: an overloaded machine shows as lateness
-    # and skipped ticks, not as rooms closed for a tick descheduled past
-    # one period.
+    # tick_budget at its limit (the default is 500ms at 20 Hz): an
+    # overloaded machine shows as lateness and skipped ticks, never as
+    # rooms closed for a tick descheduled past its budget.
     room: {tick_hz: %d, max_members: 64, max_rooms: 100000, idle_close: 0s, tick_budget: 1s}
     rpc:
       routes:

@@ -18,7 +18,7 @@ type Room struct {
 	InputQueue     int           // inputs kept per member per tick
 	IdleClose      time.Duration // 0: never
 	ReconnectGrace time.Duration // 0: a lost connection leaves at once
-	TickBudget     time.Duration // default: one tick period, 1s/TickHz
+	TickBudget     time.Duration // default: DefaultTickPeriods periods, at most MaxRoomTickBudget
 	OnTickError    string        // close | continue
 	History        int           // ticks of deltas kept for catch-up
 	MaxFrameBytes  int           // of one state frame, before any base64
@@ -61,6 +61,9 @@ const (
 	DefaultRoomIdleClose      = 30 * time.Second
 	DefaultRoomReconnectGrace = 30 * time.Second
 	MaxRoomTickBudget         = time.Second
+	// DefaultTickPeriods is room.tick_budget left out, in tick periods
+	// (500ms at 20 Hz), at most MaxRoomTickBudget.
+	DefaultTickPeriods        = 10
 	DefaultRoomOnTickError    = "close"
 	DefaultRoomHistory        = 64
 	DefaultRoomMaxFrameBytes  = 16384
@@ -141,10 +144,13 @@ func (d *decoder) room(n *yaml.Node, w where) *Room {
 		"max_state_values": d.intIn(&r.MaxStateValues, w, "room.max_state_values", 1, 1_000_000),
 		"max_rooms":        d.intIn(&r.MaxRooms, w, "room.max_rooms", 1, 100_000),
 	})
-	// The budget defaults to one period of the rate actually configured, so
-	// that a 60 Hz kind does not get 20 Hz's 50ms and overlap its own ticks.
+	// The budget is a guard against a runaway room_tick (a loop that never
+	// ends), not a frame budget: it is wall-clock, so a tick descheduled on
+	// a busy node (GC, a full run queue) runs past its period without being
+	// slow, and one period would close healthy rooms exactly when the node
+	// is loaded. The cost of ticks shows as lateness and skips instead.
 	if r.TickBudget == 0 {
-		r.TickBudget = r.TickPeriod()
+		r.TickBudget = min(DefaultTickPeriods*r.TickPeriod(), MaxRoomTickBudget)
 	}
 	return r
 }

@@ -141,13 +141,13 @@ func TestRoomDefaults(t *testing.T) {
 	}
 	arena := cfg.Actor("arena").Room
 	want := config.Room{Line: arena.Line, TickHz: 20, MaxMembers: 16, InputQueue: 16, IdleClose: 30 * time.Second,
-		ReconnectGrace: 30 * time.Second, TickBudget: 50 * time.Millisecond, OnTickError: "close", History: 64,
+		ReconnectGrace: 30 * time.Second, TickBudget: 500 * time.Millisecond, OnTickError: "close", History: 64,
 		MaxFrameBytes: 16384, MaxStateValues: 4096, MaxRooms: 1000}
 	if *arena != want {
 		t.Errorf("room: {} = %+v\nwant %+v", *arena, want)
 	}
-	if got := cfg.Actor("fast").Room.TickBudget; got != time.Second/60 {
-		t.Errorf("tick_budget at 60 Hz = %v, want one period", got)
+	if got := cfg.Actor("fast").Room.TickBudget; got != 10*(time.Second/60) {
+		t.Errorf("tick_budget at 60 Hz = %v, want ten periods", got)
 	}
 	if cfg.Actor("auth").Room != nil || !cfg.HasRooms() {
 		t.Errorf("auth has a room, or the config has none")
