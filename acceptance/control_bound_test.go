@@ -29,8 +29,13 @@ func TestControlLaneBound(t *testing.T) {
 	hitBefore := e.LimitHits("control_lane")
 
 	spinner := e.raw(t, "spin")
-	spinner.Send(envelope.Frame{Kind: envelope.Request, RouteID: rSpin, RequestID: 1, Body: []byte(`{"ms":3000}`)})
-	e.Logs.WaitFor(t, "spinning", "ms", "3000")
+	// The spin outlasts the churn below with room to spare on a loaded
+	// machine (under -race, 300 connections took up to 3 s): a lane
+	// served before the churn ended would accept its later sessions.
+	const spin = 8 * time.Second
+	spinner.Send(envelope.Frame{Kind: envelope.Request, RouteID: rSpin, RequestID: 1, Body: []byte(`{"ms":8000}`)})
+	e.Logs.WaitFor(t, "spinning", "ms", "8000")
+	spun := time.Now()
 
 	// 300 connections in turn, each waiting for its heartbeat's echo (or
 	// the gateway's close) before it closes, so that each one accepted was
@@ -49,6 +54,9 @@ func TestControlLaneBound(t *testing.T) {
 		nc.Close()
 		peak = max(peak, depth())
 	}
+	if took := time.Since(spun); took > spin-time.Second {
+		t.Fatalf("the churn took %v, too close to the spin's %v to judge the bound", took, spin)
+	}
 	wiretest.Eventually(t, "every accepted session's close queued", func() bool {
 		return e.Srv.Gateway.Sessions().Len() <= 1 // the spinner's
 	})
@@ -65,6 +73,7 @@ func TestControlLaneBound(t *testing.T) {
 		t.Fatalf("%v sessions refused for the control lane, want at least %d", hits, 300-3*maxSessions)
 	}
 
+	time.Sleep(time.Until(spun.Add(spin))) // the spinner's read waits patience, not the spin
 	spinner.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1})
 	wiretest.Eventually(t, "the control lane served", func() bool { return depth() == 0 })
 	again := e.raw(t, "spin")
