@@ -100,11 +100,26 @@ func (vm *VM) mustChunk(b *builtin) lua.LValue {
 	return v
 }
 
+// boundConcat caps the `..` operator at lua.max_string_bytes, as the
+// string library is (gopher-lua patch 12): a doubling loop otherwise builds
+// gigabytes in a few instructions, each one Go call the handler's budget
+// cannot interrupt. It runs before any thread is made: threads copy the
+// options.
+func (vm *VM) boundConcat() {
+	limit := int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1)))
+	vm.l.Options.MaxConcatBytes = limit
+	vm.l.Options.OnConcatLimit = func(L *lua.LState, n int) {
+		L.Error(vm.errorValue(codes.ResourceExhausted,
+			fmt.Sprintf("'..': result of %d bytes exceeds max_string_bytes (%d)", n, limit)), 0)
+	}
+}
+
 func (vm *VM) installStrings() {
+	limit := int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1)))
 	// Encoded JSON is a string the VM builds too: the same cap applies.
-	codec.SetMaxEncodeBytes(vm.l, int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1))))
+	codec.SetMaxEncodeBytes(vm.l, limit)
 	strlib.Open(vm.l, strlib.Limits{
-		MaxStringBytes: int(min(vm.spec.MaxStringBytes, int64(^uint(0)>>1))),
+		MaxStringBytes: limit,
 		OnExceeded: func(L *lua.LState, what string) {
 			L.Error(vm.errorValue(codes.ResourceExhausted, what), 0)
 		},

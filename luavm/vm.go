@@ -245,6 +245,7 @@ func New(spec Spec) (*VM, error) {
 // so that the script's top level can already use shield.
 func (vm *VM) setup() error {
 	L := vm.l
+	vm.boundConcat()
 	vm.wait = L.NewUserData()
 	vm.installCoroutines()
 	if err := vm.compilePrelude(); err != nil {

@@ -1002,6 +1002,16 @@ func stringConcat(L *LState, total, last int) LValue {
 				i--
 				total--
 			}
+			if max := L.Options.MaxConcatBytes; max > 0 {
+				// Shield patch 12: measured before the join allocates.
+				n := 0
+				for _, s := range buf {
+					n += len(s)
+				}
+				if n > max {
+					L.concatExceeded(n)
+				}
+			}
 			rhs = LString(strings.Join(buf, ""))
 		}
 	}

@@ -109,6 +109,21 @@ type Options struct {
 	// If `MinimizeStackMemory` is set, the call stack will be automatically grown or shrank up to a limit of
 	// `CallStackSize` in order to minimize memory usage. This does incur a slight performance penalty.
 	MinimizeStackMemory bool
+	// MaxConcatBytes (Shield patch 12) bounds the string one concatenation
+	// (the `..` operator) may build; 0 is no bound. Past it OnConcatLimit
+	// runs, which must raise; nil raises a plain error. Threads take both
+	// from their parent, as every other option.
+	MaxConcatBytes int
+	OnConcatLimit  func(L *LState, n int)
+}
+
+// concatExceeded raises the error of a concatenation of n bytes past
+// Options.MaxConcatBytes (Shield patch 12).
+func (ls *LState) concatExceeded(n int) {
+	if f := ls.Options.OnConcatLimit; f != nil {
+		f(ls, n)
+	}
+	ls.RaiseError("string concatenation: result of %d bytes exceeds the limit of %d", n, ls.Options.MaxConcatBytes)
 }
 
 /* }}} */
