@@ -13,7 +13,8 @@ import (
 // actors), an owner_service that is no actor, an id above 16 bits when a
 // listener speaks typelen, and two push helpers of one service with the same
 // binding; in a config with rooms, a route that takes an id or name
-// reserved for Shield's room routes, which the merge then adds (RoomRoutes).
+// reserved for Shield's room routes, which the merge then adds (RoomRoutes),
+// or an actor named "shield", their owner.
 // Routes that failed layer 1 (no valid id) are left out, so Merge
 // can run on a config that has layer-1 errors and still report its own.
 // The table is returned even with errors, holding the first declaration of
@@ -41,6 +42,12 @@ func Merge(cfg *config.Config) (*Table, config.Errors) {
 	rooms := cfg.HasRooms()
 	for ai := range cfg.Actors {
 		a := &cfg.Actors[ai]
+		if rooms && a.Name == ShieldOwner {
+			// Its routes would be owned and declared by "shield", which is
+			// how the table tells the reserved routes (IsRoomRoute).
+			errs = append(errs, &config.Error{File: cfg.File, Line: a.Line, Actor: a.Name,
+				Msg: fmt.Sprintf("actor name %q is reserved for Shield's room routes in a config with rooms", ShieldOwner)})
+		}
 		for ri := range a.Routes {
 			r := &a.Routes[ri]
 			if r.ID <= 0 || r.ID > config.MaxRouteID {

@@ -73,6 +73,11 @@ func TestReservedRoomRoutes(t *testing.T) {
 		}
 	}
 
+	// Their owner's name, as an actor's, once the config has rooms.
+	_, errs := merge(t, head+"  - name: auth\n    script: auth.lua\n"+arena+"  - name: shield\n    script: s.lua\n")
+	expectOne(t, errs, file+`:10: actor "shield": actor name "shield" is reserved for Shield's room routes in a config with rooms`)
+	mergeOK(t, head+"  - name: auth\n    script: auth.lua\n  - name: shield\n    script: s.lua\n")
+
 	// typelen carries them: the ids fit 16 bits.
 	typelen := "network:\n  listeners:\n    - {name: game, address: \":7000\", entry_service: auth, protocol: {envelope: typelen}}\nactors:\n"
 	mergeOK(t, typelen+"  - name: auth\n    script: auth.lua\n"+arena)
