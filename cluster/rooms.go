@@ -220,26 +220,24 @@ func (t *peerTable) roomHosts(kind string) []roomHost {
 
 // placed counts a room just placed on node name until its next heartbeat.
 func (t *peerTable) placed(name, kind string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if p := t.byName[name]; p != nil {
-		for _, r := range p.rooms {
-			if r.Kind == kind {
-				r.Live++
-			}
-		}
-	}
+	t.load(name, kind, func(r *pb.RoomLoad) { r.Live++ })
 }
 
 // full counts node name as full of kind until its next heartbeat: it
 // refused a create as full.
 func (t *peerTable) full(name, kind string) {
+	t.load(name, kind, func(r *pb.RoomLoad) { r.Live = max(r.Live, r.MaxRooms) })
+}
+
+// load changes what node name's last heartbeat said of kind, until its
+// next one replaces it.
+func (t *peerTable) load(name, kind string, change func(*pb.RoomLoad)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if p := t.byName[name]; p != nil {
 		for _, r := range p.rooms {
 			if r.Kind == kind {
-				r.Live = max(r.Live, r.MaxRooms)
+				change(r)
 			}
 		}
 	}
