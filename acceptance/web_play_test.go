@@ -107,6 +107,18 @@ func TestPlayPageServed(t *testing.T) {
 	}
 }
 
+// openPair opens the example page for users a and b, each in a browser
+// session of its own, in room with the page's auto mode, each expecting
+// the other; it returns user -> page session.
+func (b *chromium) openPair(ctx context.Context, admin, room, auto, ua, ub string) map[string]string {
+	b.t.Helper()
+	pages := map[string]string{}
+	for _, pair := range [][2]string{{ua, ub}, {ub, ua}} {
+		pages[pair[0]] = b.open(ctx, fmt.Sprintf("http://%s/play/?user=%s&room=%s&auto=%s&expect=%s", admin, pair[0], room, auto, pair[1]))
+	}
+	return pages
+}
+
 // TestPlayInChromium: two browser sessions (separate browser contexts) of
 // the example page log in as alice and bob, join one room and press arrow
 // keys (the page's auto mode); each must see the other move, from the
@@ -117,11 +129,7 @@ func TestPlayInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	room := fmt.Sprintf("chromium-%d", time.Now().UnixNano())
-	pages := map[string]string{} // user -> page session
-	for _, pair := range [][2]string{{"alice", "bob"}, {"bob", "alice"}} {
-		url := fmt.Sprintf("http://%s/play/?user=%s&room=%s&auto=1&expect=%s", admin, pair[0], room, pair[1])
-		pages[pair[0]] = b.open(ctx, url)
-	}
+	pages := b.openPair(ctx, admin, room, "1", "alice", "bob")
 	for user, page := range pages {
 		got, err := b.await(ctx, page, awaitDone)
 		if err != nil {
@@ -171,10 +179,7 @@ func TestPlayerLeavesTheBoard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	room := fmt.Sprintf("leave-%d", time.Now().UnixNano())
-	pages := map[string]string{}
-	for _, pair := range [][2]string{{"carol", "dan"}, {"dan", "carol"}} {
-		pages[pair[0]] = b.open(ctx, fmt.Sprintf("http://%s/play/?user=%s&room=%s&auto=1&expect=%s", admin, pair[0], room, pair[1]))
-	}
+	pages := b.openPair(ctx, admin, room, "1", "carol", "dan")
 	for user, page := range pages {
 		if _, err := b.await(ctx, page, awaitDone); err != nil {
 			t.Fatalf("%s's page: %v\nconsole:\n%s", user, err, b.console())
@@ -425,11 +430,7 @@ func TestArenaInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	lobby := fmt.Sprintf("arena-%d", time.Now().UnixNano())
-	pages := map[string]string{}
-	for _, pair := range [][2]string{{"ann", "ben"}, {"ben", "ann"}} {
-		url := fmt.Sprintf("http://%s/play/?user=%s&room=%s&auto=arena&expect=%s", admin, pair[0], lobby, pair[1])
-		pages[pair[0]] = b.open(ctx, url)
-	}
+	pages := b.openPair(ctx, admin, lobby, "arena", "ann", "ben")
 	// shown is what a failure reports: each page's status line and log,
 	// and the browser's console.
 	shown := func() string {
