@@ -81,6 +81,17 @@ type conn struct {
 	direct bool           // fc.Direct: the owner may write without the write loop
 	batch  []session.Item // the owner's scratch
 	writes sync.WaitGroup // one while the write side of this attachment has not ended (endWrites)
+
+	// The read loop's clock and deadline, kept here rather than in its
+	// frame so that they outlive a park (park.go): lastRead is when the
+	// last read that brought frames returned, deadline the socket's read
+	// deadline as last set.
+	lastRead time.Time
+	deadline time.Time
+	resting  bool // parked since the last frame: the deadline is idle_timeout's
+
+	park parkState   // guarded by the gateway's parker
+	shut atomic.Bool // the write side closes the connection: it parks no more
 }
 
 // serve runs one connection, whatever its transport, until it closes. It
@@ -89,13 +100,9 @@ type conn struct {
 func (g *Gateway) serve(l *listener, fc frameConn) {
 	c := &conn{g: g, l: l, fc: fc, first: true, slot: true,
 		bucket: ingress.NewBucket(g.cfg.Session.RateLimit.PerSecond, g.cfg.Session.RateLimit.Burst)}
-	defer func() {
-		if c.slot {
-			g.live.Add(-1)
-		}
-	}()
 	p, err := g.newPeer(l, fc.RemoteAddr().String())
 	if err != nil {
+		g.live.Add(-1)
 		if code, _ := codes.CodeOf(err); code == codes.Busy {
 			// The entry service's control lane is full: refused as one
 			// over max_sessions is, counted, not logged (a flood would
@@ -113,11 +120,40 @@ func (g *Gateway) serve(l *listener, fc frameConn) {
 	if g.isDraining() {
 		p.s.Close(session.Draining, drainNotice())
 	}
-	reason, notice := c.readLoop()
-	c.out.flush() // what was admitted before the loop ended is delivered
-	c.end(reason, notice)
-	c.writes.Wait()  // the session's end woke the write side: its teardown or part
-	fc.Close(reason) // closed already, with the session's first reason
+	c.lastRead = time.Now()
+	c.run()
+}
+
+// run is the rest of serve: the read loop, then the connection's end. A
+// plain TCP read loop idle for parkAfter parks its connection (park.go)
+// and its goroutine ends; the parker resumes run on a fresh goroutine,
+// which takes over the parked connection's place in g.conns.
+func (c *conn) run() {
+	for {
+		reason, notice := c.readLoop()
+		if reason == parked {
+			c.g.conns.Add(1) // the parked connection's, before this goroutine's own Done
+			if c.g.parks.park(c) {
+				return
+			}
+			c.g.conns.Done() // not parked: this goroutine waits on
+			continue
+		}
+		c.out.flush() // what was admitted before the loop ended is delivered
+		c.end(reason, notice)
+		c.writes.Wait()    // the session's end woke the write side: its teardown or part
+		c.fc.Close(reason) // closed already, with the session's first reason
+		if c.slot {
+			c.g.live.Add(-1)
+		}
+		return
+	}
+}
+
+// unpark is a parked connection's new goroutine.
+func (c *conn) unpark() {
+	defer c.g.conns.Done()
+	c.run()
 }
 
 // newPeer makes a session for a new connection on l: a random id, its
@@ -259,21 +295,34 @@ func (c *conn) end(r session.Reason, notice *envelope.Frame) {
 // early, or before a read that could stop inside a frame. A frame whole in
 // the buffer needs no read, and no deadline. One clock reading serves the
 // frames of one read.
+//
+// On a connection that can park (park.go) the deadline is also at most
+// parkAfter past the last frame: when it runs out and no frame came since,
+// the loop sets want and returns parked, and run parks the connection.
 func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 	idle := c.g.cfg.Session.IdleTimeout
-	now := time.Now()      // when the last read that brought frames returned
-	var deadline time.Time // the socket's read deadline, as last set
+	now := c.lastRead // when the last read that brought frames returned
 	// f is each frame in turn (nothing keeps it past handle), borrowed
 	// while frames arrive and given back before the loop waits, as the
 	// read buffer is, so that an idle session holds none.
 	var f *envelope.Frame
 	defer func() { putReadFrame(f) }()
 	set := func(t time.Time) error {
-		if t.Equal(deadline) {
+		if t.Equal(c.deadline) {
 			return nil
 		}
-		deadline = t
+		c.deadline = t
 		return c.fc.SetReadDeadline(t)
+	}
+	// A parkable connection's wait may end early to park (parkAfter):
+	// its first deadline is then at most parkAfter ahead.
+	retry := c.fc.RetryWait()
+	canPark := retry && parkable(c.fc)
+	early := func(want time.Time) time.Time {
+		if park := now.Add(parkAfter); canPark && park.Before(want) {
+			return park
+		}
+		return want
 	}
 	for {
 		want := now.Add(idle)
@@ -285,21 +334,34 @@ func (c *conn) readLoop() (session.Reason, *envelope.Frame) {
 			c.out.flush()
 			putReadFrame(f)
 			f = nil
-			if deadline.IsZero() || !c.fc.RetryWait() {
-				if err := set(want); err != nil {
+			// A deadline further than the park's (a frame's want, set
+			// before a read inside it or by the park before last) comes
+			// nearer; a parked wait keeps its own.
+			if c.deadline.IsZero() || !retry || !c.resting && c.deadline.After(now.Add(parkAfter)) {
+				if err := set(early(want)); err != nil {
 					return session.Closed, nil
 				}
 			}
 			if err := c.fc.Wait(); err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) && c.fc.RetryWait() && !deadline.Equal(want) {
-					// The deadline of an earlier frame: this one has until want.
-					if err := set(want); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) && retry && !c.deadline.Equal(want) {
+					// The deadline of an earlier frame, or the park's: this
+					// one has until want. Idle parkAfter since the last
+					// frame, the connection parks.
+					if canPark && time.Since(now) >= parkAfter {
+						if err := set(want); err != nil { // the parked wait's: idle_timeout
+							return session.Closed, nil
+						}
+						c.lastRead, c.resting = now, true
+						return parked, nil
+					}
+					if err := set(early(want)); err != nil {
 						return session.Closed, nil
 					}
 					continue
 				}
 				return c.readError(err)
 			}
+			c.resting = false
 			// The cap is the session's when the frame begins to arrive.
 			fr = c.framer()
 			if !c.fc.Buffered(fr) {

@@ -82,7 +82,8 @@ type Gateway struct {
 	mu       sync.Mutex // guards draining
 	draining bool
 	accepts  sync.WaitGroup // accept loops (for ws: the HTTP servers' Serve)
-	conns    sync.WaitGroup // connection goroutines
+	conns    sync.WaitGroup // connection goroutines, and parked connections
+	parks    parker         // the parked connections (park.go)
 	writers  writers        // the push writers (writers.go)
 
 	// stop ends when the gateway stops accepting: TLS handshakes in
@@ -255,6 +256,7 @@ func (g *Gateway) CloseAll() {
 		s.Close(session.Draining, drainNotice())
 	}
 	g.conns.Wait()
+	g.parks.stop()    // no connection is left parked
 	g.writers.close() // no connection is left to write for
 }
 

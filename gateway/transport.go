@@ -110,6 +110,7 @@ var (
 type streamConn struct {
 	nc    net.Conn        // *net.TCPConn or *tls.Conn
 	raw   syscall.RawConn // a TCP connection's, for its reads and TryFlush; nil under TLS
+	fd    int             // raw's socket, for the parker (park.go); -1 under TLS
 	codec envelope.Framer
 
 	br    *bufio.Reader    // borrowed from readers while bytes are buffered; nil when idle
@@ -133,11 +134,12 @@ type streamConn struct {
 var _ frameConn = (*streamConn)(nil)
 
 func newStreamConn(nc net.Conn, codec envelope.Framer) *streamConn {
-	s := &streamConn{nc: nc, codec: codec}
+	s := &streamConn{nc: nc, codec: codec, fd: -1}
 	s.src.nc = nc
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			s.raw = raw
+			_ = raw.Control(func(fd uintptr) { s.fd = int(fd) })
 			s.rr.init(s)
 			s.try = func(fd uintptr) bool {
 				s.tryN, s.tryErr = writeOnce(int(fd), *s.wb)

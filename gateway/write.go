@@ -315,7 +315,7 @@ func (c *conn) teardown() {
 	if len(batch) > 0 && !c.writeBatch(batch) {
 		return
 	}
-	c.fc.Close(reason)
+	c.closeFC(reason)
 }
 
 // part ends a connection whose session left it: suspended (the notice the
@@ -326,11 +326,11 @@ func (c *conn) part() {
 	n := c.parted
 	c.endMu.Unlock()
 	if n == nil {
-		c.fc.Close(session.WriteFailed) // no goodbye: the connection is half dead
+		c.closeFC(session.WriteFailed) // no goodbye: the connection is half dead
 		return
 	}
 	if c.writeBatch([]session.Item{{Frame: n}}) {
-		c.fc.Close(session.IdleTimeout)
+		c.closeFC(session.IdleTimeout)
 	}
 }
 
@@ -356,5 +356,5 @@ func (c *conn) writeFailed(err error) {
 		r = session.SlowConsumer
 	}
 	c.end(r, nil)
-	c.fc.Close(r)
+	c.closeFC(r)
 }
