@@ -150,7 +150,8 @@ func (n *Node) handleReply(msg *nats.Msg) {
 			return
 		}
 		c, err := p.call, errOf(r.Err)
-		if err != nil && err.Code == codes.Busy && c.To.Room == luavm.CreateRoom && !p.repicked && n.repick(p) {
+		if err != nil && (err.Code == codes.Busy || err.Code == codes.Unavailable) &&
+			c.To.Room == luavm.CreateRoom && !p.repicked && n.repick(p, err.Code) {
 			return // the next pick answers it
 		}
 		n.rt.Return(&luavm.Result{To: c.From, ID: c.ID, Gen: c.Gen, Values: r.Values, Err: err})

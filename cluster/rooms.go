@@ -122,15 +122,21 @@ func (n *Node) pickRoom(kind string, live, limit int, here bool, except string) 
 	return best, hosts
 }
 
-// repick is §3.2's second pick: the create p was refused as full by its
-// node (full since its heartbeat: another node's creates, or a queue's
-// there), which counts as full until its next heartbeat; the create goes
-// to the next pick, once. It reports whether it went; if not, the busy
-// answer stands.
-func (n *Node) repick(p *pending) bool {
+// repick is §3.2's second pick: the create p was refused by its node as
+// full (refused is codes.Busy: full since its heartbeat, from another
+// node's creates or a queue's there) or as unavailable (its drain began
+// and this node had not yet heard; or it no longer hosts the kind). That
+// node counts as full, or as draining, until its next heartbeat, and the
+// create goes to the next pick, once. It reports whether it went; if not,
+// the refusal stands.
+func (n *Node) repick(p *pending, refused codes.Code) bool {
 	c := p.call
 	kind := c.To.Service
-	n.peers.full(p.node, kind)
+	if refused == codes.Busy {
+		n.peers.full(p.node, kind)
+	} else {
+		n.peers.drained(p.node)
+	}
 	here := slices.Contains(n.roomKinds, kind) && !n.rt.Draining()
 	next, _ := n.pickRoom(kind, n.rt.RoomCount(kind), n.roomMax[kind], here, p.node)
 	if next == "" {
@@ -227,6 +233,16 @@ func (t *peerTable) placed(name, kind string) {
 // refused a create as full.
 func (t *peerTable) full(name, kind string) {
 	t.load(name, kind, func(r *pb.RoomLoad) { r.Live = max(r.Live, r.MaxRooms) })
+}
+
+// drained counts node name as draining until its next heartbeat: it
+// refused a create as unavailable, which its drain's heartbeat will say.
+func (t *peerTable) drained(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.byName[name]; p != nil {
+		p.draining = true
+	}
 }
 
 // load changes what node name's last heartbeat said of kind, until its
