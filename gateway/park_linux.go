@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"errors"
+	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +27,7 @@ type parker struct {
 	byFd    []*conn // the parked connection of each socket
 	due     dueHeap
 	done    chan struct{} // closed when the goroutine has ended
+	free    freeing       // giving the parked read loops' stacks back to the OS
 
 	// The goroutine's own: the events of the last wait, and the
 	// connections to resume.
@@ -60,6 +63,7 @@ func (p *parker) park(c *conn) bool {
 	if c.park.at == 1 { // the earliest now: the wait's deadline comes nearer
 		_ = p.ep.SetReadDeadline(c.deadline)
 	}
+	p.free.parked(p, len(p.due), c.g.log)
 	return true
 }
 
@@ -100,6 +104,7 @@ func (p *parker) remove(c *conn) bool {
 	_ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, int(c.park.fd), nil)
 	p.byFd[c.park.fd] = nil
 	p.due.remove(c)
+	p.free.low = min(p.free.low, len(p.due))
 	return true
 }
 
@@ -166,8 +171,10 @@ func (p *parker) stop() {
 		p.remove(c)
 		left = append(left, c)
 	}
+	p.free.disarm()
 	ep, done := p.ep, p.done
 	p.mu.Unlock()
+	p.free.wg.Wait()
 	for _, c := range left {
 		go c.unpark()
 	}
@@ -175,4 +182,82 @@ func (p *parker) stop() {
 		ep.Close()
 		<-done
 	}
+}
+
+// A read loop that parks ends its goroutine, and Go frees the stack at
+// the next collection, but only into its own heap: the pages stay the
+// process's until the scavenger returns them, and it returns only what
+// lies past the heap goal (raised by internal/gcfloor), so 15,000 parked
+// sessions still held their 60 MiB of stacks in RSS (BENCHMARKS.md, "Idle
+// sessions"). So once freeParks more connections are parked than at the
+// fewest since the last time, the parker has debug.FreeOSMemory run once
+// parking has been quiet for freeQuiet (a login wave parks over a second
+// or more), or freeWait after, if it never is (sessions that park and
+// resume by turns), and at most once per freeEvery. It is a forced
+// collection, which a gateway whose sessions are parked can spare; one
+// whose parked count holds steady pays nothing.
+// (Variables only so that a test can shorten them: park_export_test.go.)
+var (
+	freeParks = 1024 // about 4 MiB of stacks
+	freeQuiet = time.Second
+	freeWait  = 10 * time.Second
+	freeEvery = time.Minute
+)
+
+// freeing is the parker's giving back of stacks; its fields but wg are
+// guarded by the parker's mu.
+type freeing struct {
+	low   int         // the fewest parked since the last time
+	timer *time.Timer // armed: a FreeOSMemory is due
+	armed time.Time   // when it was armed
+	park  time.Time   // the latest park since
+	last  time.Time   // when the last one ran
+	wg    sync.WaitGroup
+	done  bool // stop has run
+}
+
+// parked notes that n connections are parked now, arming the timer when
+// enough parked since the fewest; p.mu is held.
+func (f *freeing) parked(p *parker, n int, log *slog.Logger) {
+	if f.timer != nil {
+		f.park = time.Now()
+	}
+	if f.timer != nil || f.done || n-f.low < freeParks {
+		return
+	}
+	f.armed, f.park = time.Now(), time.Now()
+	f.wg.Add(1)
+	f.timer = time.AfterFunc(max(freeQuiet, time.Until(f.last.Add(freeEvery))), func() { f.fire(p, log) })
+}
+
+// fire runs FreeOSMemory, or waits on while parking goes on.
+func (f *freeing) fire(p *parker, log *slog.Logger) {
+	p.mu.Lock()
+	if f.done {
+		p.mu.Unlock()
+		f.wg.Done()
+		return
+	}
+	now := time.Now()
+	if quiet := now.Sub(f.park); quiet < freeQuiet && now.Sub(f.armed) < freeWait {
+		f.timer.Reset(freeQuiet - quiet) // still parking: wait on
+		p.mu.Unlock()
+		return
+	}
+	defer f.wg.Done()
+	f.timer, f.low, f.last = nil, len(p.due), now
+	parked := len(p.due)
+	p.mu.Unlock()
+	debug.FreeOSMemory()
+	log.Debug("gateway: parked read loops' stacks given back to the OS", "parked", parked, "took", time.Since(now))
+}
+
+// disarm stops the timer for good; p.mu is held. The caller then waits
+// on wg for a FreeOSMemory already running.
+func (f *freeing) disarm() {
+	f.done = true
+	if f.timer != nil && f.timer.Stop() {
+		f.wg.Done()
+	}
+	f.timer = nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shieldrpc/shield/codes"
 	"github.com/shieldrpc/shield/envelope"
+	"github.com/shieldrpc/shield/gateway"
 	"github.com/shieldrpc/shield/internal/wiretest"
 )
 
@@ -60,4 +61,31 @@ func TestParkedSessions(t *testing.T) {
 		w.Expect(envelope.Frame{Kind: envelope.Heartbeat})
 	}
 	time.Sleep(1500 * time.Millisecond)
+}
+
+// TestParkedStacksFreed: once enough sessions have parked, the gateway
+// gives their stacks back to the OS, once parking is quiet, and again
+// after a second wave only when freeEvery has passed since the first.
+func TestParkedStacksFreed(t *testing.T) {
+	const n, every = 8, 2 * time.Second
+	gateway.ShortenFreeing(t, n/2, 200*time.Millisecond, every)
+	s := start(t, "")
+	const freed = "gateway: parked read loops' stacks given back to the OS"
+	ws := make([]*wire, n)
+	for i := range ws {
+		ws[i] = s.dial(t, "idlen")
+		ws[i].Send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 1, Body: []byte(`1`)})
+		ws[i].Expect(envelope.Frame{Kind: envelope.Response, RequestID: 1})
+	}
+	s.Logs.WaitFor(t, freed)
+	first := time.Now()
+	// A second wave: every session resumes and parks again.
+	for _, w := range ws {
+		w.Send(envelope.Frame{Kind: envelope.Request, RouteID: routeEcho, RequestID: 2, Body: []byte(`2`)})
+		w.Expect(envelope.Frame{Kind: envelope.Response, RequestID: 2})
+	}
+	wiretest.Eventually(t, "the second wave's freeing", func() bool { return s.Logs.Count(freed) == 2 })
+	if el := time.Since(first); el < every-100*time.Millisecond {
+		t.Fatalf("freed again %v after the first, before freeEvery (%v)", el, every)
+	}
 }

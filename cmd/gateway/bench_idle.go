@@ -16,6 +16,12 @@ import (
 // watched.
 const idleWatch = 3 * time.Second
 
+// idleSettle is how long the sessions idle before the memory reading: a
+// gateway on Linux parks an idle connection after a second and gives the
+// parked read loops' stacks back to the OS two seconds after a wave of
+// parks (gateway/park_linux.go).
+const idleSettle = 4 * time.Second
+
 // idleMemory opens -idle sessions, logged in on -login, to a gateway
 // process and reports how much its resident memory grew per session, and
 // the CPU it used while they idled. The gateway is a child process started
@@ -42,13 +48,13 @@ func idleMemory(stdout, stderr io.Writer, f *benchFlags) int {
 		addr, pid = c.listen, c.pid()
 	}
 	raiseFileLimit(stderr, n+1024)
-	settle := func() {
+	settle := func(d time.Duration) {
 		if c.admin != "" {
 			c.get("/debug/pprof/heap?gc=1") // a collection, so that garbage of the start and the logins is not counted
 		}
-		time.Sleep(time.Second)
+		time.Sleep(d)
 	}
-	settle()
+	settle(time.Second)
 	rss0, err := bench.ProcessRSS(pid)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
@@ -66,21 +72,22 @@ func idleMemory(stdout, stderr io.Writer, f *benchFlags) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	settle()
+	cpuS, err := bench.ProcessCPU(pid)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	settle(idleSettle)
 	rss1, err := bench.ProcessRSS(pid)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	cpu0, err := bench.ProcessCPU(pid)
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
-	}
+	cpu0, _ := bench.ProcessCPU(pid)
 	time.Sleep(idleWatch)
 	cpu1, _ := bench.ProcessCPU(pid)
-	fmt.Fprintf(stdout, "%d idle sessions (login route %d): RSS %+d KiB = %.1f KiB per session; CPU while idle %v over %v\n",
-		len(conns), *f.login, (rss1-rss0)>>10, float64(rss1-rss0)/1024/float64(len(conns)), cpu1-cpu0, idleWatch)
+	fmt.Fprintf(stdout, "%d idle sessions (login route %d): RSS %+d KiB = %.1f KiB per session; CPU while idle %v over %v (%v over the %v they settled)\n",
+		len(conns), *f.login, (rss1-rss0)>>10, float64(rss1-rss0)/1024/float64(len(conns)), cpu1-cpu0, idleWatch, cpu0-cpuS, idleSettle)
 	if c.admin != "" && *f.memprofile != "" {
 		path := filepath.Join(*f.memprofile, "idle.heap.pprof")
 		if _, body := c.get("/debug/pprof/heap?gc=1"); body == "" || os.WriteFile(path, []byte(body), 0o644) != nil {
