@@ -106,6 +106,14 @@ func (t *peerTable) wasDeclaredDead(name, inc string) bool {
 	return ok
 }
 
+// heardSince reports whether the live node name/inc was heard since t.
+func (t *peerTable) heardSince(name, inc string, since time.Time) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	p := t.byName[name]
+	return p != nil && p.inc == inc && !p.joining && !p.last.Before(since)
+}
+
 // heard records a presence message from p. It returns the peer p
 // replaces (the same name with another incarnation: that one is gone) and
 // whether p is new to the table as a live node.

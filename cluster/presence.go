@@ -45,9 +45,7 @@ func (n *Node) loop() {
 			if len(silent) == 0 || !n.linkAlive() {
 				continue
 			}
-			for _, p := range silent {
-				n.gone(p, true)
-			}
+			n.judge(silent)
 		}
 	}
 }
@@ -115,8 +113,7 @@ func (n *Node) onPresence(msg *nats.Msg) {
 		if m.Kind == pb.Presence_HEARTBEAT && n.peers.wasDeclaredDead(m.Node, m.Incarnation) {
 			// It went on after the verdict (a pause, a partition): say it
 			// again, so that it exits.
-			n.publishPresence(&pb.Presence{Kind: pb.Presence_DEAD, Node: n.name, Incarnation: n.self.inc,
-				DeadNode: m.Node, DeadIncarnation: m.Incarnation})
+			n.publishPresence(n.verdict(m.Node, m.Incarnation))
 			return
 		}
 		if m.Node == n.name {
@@ -161,16 +158,29 @@ func (n *Node) onPresence(msg *nats.Msg) {
 			n.departed(p, false)
 		}
 	case pb.Presence_DEAD:
+		toMe := m.DeadNode == n.name && m.DeadIncarnation == n.self.inc
 		if n.peers.wasDeclaredDead(m.Node, m.Incarnation) {
-			// A verdict from a node that is itself dead (it was cut off,
-			// and judged the others by its own silence): no member said
-			// it, so it counts for nothing, and its sender hears again
-			// that it is dead.
-			n.publishPresence(&pb.Presence{Kind: pb.Presence_DEAD, Node: n.name, Incarnation: n.self.inc,
-				DeadNode: m.Node, DeadIncarnation: m.Incarnation})
+			// A verdict from a node that is itself dead here. About
+			// another node it counts for nothing; about this one both
+			// sides judged (a partition), and the side that outweighs
+			// the other stands (verdict.go). The loser exits; the winner
+			// says its verdict again.
+			if toMe && n.outweighed(&m) {
+				n.fatal(fmt.Errorf("cluster: node %s declared this node dead (no heartbeat for %s), and its side of %d nodes outweighs this one's: exiting, the others have moved on", m.Node, n.cl.NodeTimeout, m.Side))
+				return
+			}
+			n.publishPresence(n.verdict(m.Node, m.Incarnation))
 			return
 		}
-		if m.DeadNode == n.name && m.DeadIncarnation == n.self.inc {
+		if n.cutOff(&m) {
+			// A cut-off node judged the others by its own silence: it is
+			// the one to go (verdict.go).
+			n.log.Warn("cluster: a verdict from a node cut off from the others: declaring it dead instead",
+				"peer", m.Node, "declared", m.DeadNode, "its_side", m.Side)
+			n.judge([]*peer{{name: m.Node, inc: m.Incarnation}})
+			return
+		}
+		if toMe {
 			n.fatal(fmt.Errorf("cluster: node %s declared this node dead (no heartbeat for %s): exiting, the others have moved on", m.Node, n.cl.NodeTimeout))
 			return
 		}
@@ -181,18 +191,6 @@ func (n *Node) onPresence(msg *nats.Msg) {
 	default:
 		// An unknown kind from a newer node: nothing to do with it.
 	}
-}
-
-// gone declares p dead after its silence.
-func (n *Node) gone(p *peer, announce bool) {
-	if n.peers.remove(p.name, p.inc, true, time.Now()) == nil {
-		return
-	}
-	if announce {
-		n.publishPresence(&pb.Presence{Kind: pb.Presence_DEAD, Node: n.name, Incarnation: n.self.inc,
-			DeadNode: p.name, DeadIncarnation: p.inc})
-	}
-	n.departed(p, true)
 }
 
 // departed is the end of p, a death (lost) or a graceful leave.

@@ -1691,7 +1691,13 @@ type Presence struct {
 	// The node is draining (SIGTERM, SPEC §9): it makes no room and takes no
 	// ticket, so placement passes it over (docs/rooms.md §3.2). Sent at
 	// once when the drain starts, and with every heartbeat after.
-	Draining      bool `protobuf:"varint,12,opt,name=draining,proto3" json:"draining,omitempty"`
+	Draining bool `protobuf:"varint,12,opt,name=draining,proto3" json:"draining,omitempty"`
+	// DEAD only: the sender's side when it judged, for weighing verdicts
+	// that disagree (docs/cluster.md "Verdicts"): how many live nodes it
+	// heard, itself included, and the bytewise-lowest name among them. 0
+	// (a node from before these fields): the verdict is taken as it is.
+	Side          uint32 `protobuf:"varint,13,opt,name=side,proto3" json:"side,omitempty"`
+	SideFirst     string `protobuf:"bytes,14,opt,name=side_first,json=sideFirst,proto3" json:"side_first,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1808,6 +1814,20 @@ func (x *Presence) GetDraining() bool {
 		return x.Draining
 	}
 	return false
+}
+
+func (x *Presence) GetSide() uint32 {
+	if x != nil {
+		return x.Side
+	}
+	return 0
+}
+
+func (x *Presence) GetSideFirst() string {
+	if x != nil {
+		return x.SideFirst
+	}
+	return ""
 }
 
 // RoomLoad is one room kind a node hosts: its live rooms and max_rooms.
@@ -1993,7 +2013,7 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x04then\x18\a \x01(\v2\x14.shield.cluster.PushR\x04then\"a\n" +
 	"\tBindReply\x12+\n" +
 	"\x03ref\x18\x01 \x01(\v2\x19.shield.cluster.ClientRefR\x03ref\x12'\n" +
-	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\x93\x04\n" +
+	"\x03err\x18\x02 \x01(\v2\x15.shield.cluster.ErrorR\x03err\"\xc6\x04\n" +
 	"\bPresence\x121\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1d.shield.cluster.Presence.KindR\x04kind\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12 \n" +
@@ -2008,7 +2028,10 @@ const file_cluster_clusterpb_cluster_proto_rawDesc = "" +
 	"\x05links\x18\n" +
 	" \x01(\x04R\x05links\x12.\n" +
 	"\x05rooms\x18\v \x03(\v2\x18.shield.cluster.RoomLoadR\x05rooms\x12\x1a\n" +
-	"\bdraining\x18\f \x01(\bR\bdraining\"X\n" +
+	"\bdraining\x18\f \x01(\bR\bdraining\x12\x12\n" +
+	"\x04side\x18\r \x01(\rR\x04side\x12\x1d\n" +
+	"\n" +
+	"side_first\x18\x0e \x01(\tR\tsideFirst\"X\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tHEARTBEAT\x10\x01\x12\t\n" +
