@@ -272,8 +272,9 @@ func (c *soakCluster) waitExit(p *soakProc, d time.Duration) {
 // JOINING). A healthy node declared dead by a node on the nats-server
 // the fault hit is the race a partition leaves (that server's routes
 // re-form and lose what was in flight, so each side hears the other fall
-// silent and the first verdict wins): counted, not a violation. Any other exit fails
-// the test.
+// silent; verdicts are weighed by side, docs/cluster.md "Verdicts", but
+// two against two can go to whichever half judged first): counted, not a
+// violation. Any other exit fails the test.
 func (c *soakCluster) settle() {
 	t := c.t
 	t.Helper()
