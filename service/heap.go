@@ -69,7 +69,8 @@ func (rt *Runtime) watchHeap() {
 		runtime.GC()
 		return read(marked), read(allocs) - before
 	}
-	tick := time.NewTicker(rt.opts.HeapCheckEvery)
+	every := rt.opts.HeapCheckEvery
+	tick := time.NewTimer(every)
 	defer tick.Stop()
 	var lastGC time.Time
 	var fired uint64 // the live heap when the watch last stopped runs; 0: not since it was below the limit
@@ -80,6 +81,7 @@ func (rt *Runtime) watchHeap() {
 		case <-tick.C:
 		}
 		heap := read(objects)
+		tick.Reset(nextHeapCheck(heap, limit, every))
 		if heap < limit {
 			fired = 0
 			continue
@@ -132,4 +134,23 @@ func (rt *Runtime) watchHeap() {
 		})
 		rt.metrics.HeapLimitHit()
 	}
+}
+
+// An idle process still woke every HeapCheckEvery to read its heap, the
+// most of its idle CPU (6 ms a second). Far below the limit the heap
+// cannot reach it before a later reading, so the watch reads again after
+// the time the headroom takes at heapWatchRate, between HeapCheckEvery
+// and heapWatchMax.
+const (
+	heapWatchRate = 16 << 30 // bytes a second: above what the process's goroutines can allocate
+	heapWatchMax  = 250 * time.Millisecond
+)
+
+// nextHeapCheck is how long the watch waits after reading heap.
+func nextHeapCheck(heap, limit uint64, every time.Duration) time.Duration {
+	if heap >= limit {
+		return every
+	}
+	d := time.Duration(float64(limit-heap) / heapWatchRate * float64(time.Second))
+	return min(max(d, every), max(heapWatchMax, every))
 }
