@@ -36,7 +36,7 @@ const (
 
 	propRooms   = 4   // rooms run at once
 	propTicks   = 520 // ticks per room: 2,080 in all, 8.7 s at 60 Hz
-	propHistory = 20  // rooms_property.yaml's room.history
+	propHistory = 8   // rooms_property.yaml's room.history
 )
 
 // propConfig is testdata/rooms_property.yaml with every listener on a
@@ -405,8 +405,9 @@ func (m *propMember) snapshot() (applied, compared int, version uint64) {
 //     everything again), each a SNAPSHOT of the new view;
 //   - slow: stops reading twice, until its session's queue is full (64
 //     KiB): once for a moment, so that its next frame is a DELTA from an
-//     older base, covering versions it was refused; once for 1.2 s, more
-//     than room.history (20 ticks), so that it gets a SNAPSHOT.
+//     older base, covering versions it was refused; once until the room
+//     has moved more than room.history (8 ticks) on, so that it gets a
+//     SNAPSHOT.
 //
 // No member may ever see a gap (a frame it cannot apply, a DELTA from
 // another base): the base of each frame is what the gateway accepted.
@@ -575,17 +576,21 @@ func propRun(ctx context.Context, s *wiretest.Server, r *propRoom, i int) {
 	slowDone := make(chan struct{})
 	go func() {
 		defer close(slowDone)
+		// The second stop lasts until the room has moved more than
+		// room.history past the member's last accepted version, however
+		// slowly a loaded machine ticks; a fixed time was not enough.
 		for _, phase := range []struct {
 			at    int
 			extra time.Duration
-		}{{propTicks * 15 / 100, 100 * time.Millisecond}, {propTicks * 45 / 100, 1200 * time.Millisecond}} {
+			past  uint64
+		}{{propTicks * 15 / 100, 100 * time.Millisecond, 0}, {propTicks * 45 / 100, 100 * time.Millisecond, propHistory + 5}} {
 			for r.maxV.Load() < uint64(phase.at) {
 				if ctx.Err() != nil {
 					return
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			propStall(ctx, s, r, slow, phase.extra)
+			propStall(ctx, s, r, slow, phase.extra, phase.past)
 		}
 	}()
 
@@ -648,11 +653,14 @@ func propRun(ctx context.Context, s *wiretest.Server, r *propRoom, i int) {
 
 // propStall makes m stop reading and asks the room for ballast, until the
 // room logs that a report to m was refused (its queue is full), then extra
-// longer; then it stops the ballast and reads again. It returns once m
-// applied a version more than room.history past where it stopped.
-func propStall(ctx context.Context, s *wiretest.Server, r *propRoom, m *propMember, extra time.Duration) {
+// longer and, if past > 0, until the room's version is more than past
+// beyond the version reported when the queue filled (the gateway accepted
+// none newer for m); then it stops the ballast and reads again. It returns
+// once m applied a version more than room.history past where it stopped.
+func propStall(ctx context.Context, s *wiretest.Server, r *propRoom, m *propMember, extra time.Duration, past uint64) {
 	_, _, before := m.snapshot()
 	seen := s.Logs.Count("report refused", "arg.player_id", m.name)
+	seenFilled := s.Logs.Count("queue filled", "arg.player_id", m.name)
 	ch := make(chan struct{})
 	m.hold.Store(&ch)
 	stopped := time.Now()
@@ -665,6 +673,29 @@ func propStall(ctx context.Context, s *wiretest.Server, r *propRoom, m *propMemb
 	full := s.Logs.Count("report refused", "arg.player_id", m.name) > seen
 	filled := time.Since(stopped)
 	time.Sleep(extra)
+	if full && past > 0 {
+		// The room logs "queue filled" at the tick it filled m's queue to
+		// the byte: no state frame after it was accepted.
+		filledAt := s.Logs.Count("queue filled", "arg.player_id", m.name)
+		for deadline := time.Now().Add(5 * time.Second); filledAt <= seenFilled && time.Now().Before(deadline) && ctx.Err() == nil; {
+			time.Sleep(2 * time.Millisecond)
+			filledAt = s.Logs.Count("queue filled", "arg.player_id", m.name)
+		}
+		es := s.Logs.Matching("queue filled", "arg.player_id", m.name)
+		if len(es) <= seenFilled {
+			r.fail("%s: the room never logged its queue filled", m.name)
+		} else if at, err := strconv.ParseUint(es[len(es)-1].Attrs["tick"], 10, 64); err != nil {
+			r.fail("%s: queue filled at tick %q: %v", m.name, es[len(es)-1].Attrs["tick"], err)
+		} else {
+			for deadline := time.Now().Add(10 * time.Second); r.maxV.Load() <= at+past && time.Now().Before(deadline) && ctx.Err() == nil; {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if v := r.maxV.Load(); v <= at+past {
+				r.fail("%s: the room moved from version %d to %d in 10 s, want past %d", m.name, at, v, at+past)
+			}
+		}
+	}
+	held := time.Since(stopped) - filled
 	if err := m.c.Notify(propBallast, map[string]bool{"on": false}); err != nil {
 		r.fail("%s: ballast off: %v", m.name, err)
 	}
@@ -674,7 +705,7 @@ func propStall(ctx context.Context, s *wiretest.Server, r *propRoom, m *propMemb
 		r.fail("%s stopped reading for %v, and its queue never filled", m.name, filled)
 		return
 	}
-	r.t.Logf("%s: queue full %v after it stopped reading; read again %v later", m.name, filled.Round(time.Millisecond), extra)
+	r.t.Logf("%s: queue full %v after it stopped reading; read again %v later", m.name, filled.Round(time.Millisecond), held.Round(time.Millisecond))
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if _, _, v := m.snapshot(); v > before+uint64(propHistory) {
 			return

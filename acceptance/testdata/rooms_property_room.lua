@@ -229,10 +229,12 @@ end
 
 -- ballast {on = bool}: while on, the caller is pushed 8 pushes of 32 KB
 -- on the heavy route each tick (the first refused one is logged), so that
--- a member that stops reading fills its socket's buffers at once. A
+-- a member that stops reading fills its socket's buffers at once; then
+-- smaller ones fill its queue to the byte ("queue filled" logs that tick,
+-- the last whose state frame could have been accepted). A
 -- report the gateway refuses (queue_full: the member's queue is full) is
 -- logged too.
-local heavy, ballast = {}, nil
+local heavy, ballast, fillers = {}, nil, nil
 function M.ballast(ctx, client, req)
   if req.on then heavy[client.player_id] = "on" else heavy[client.player_id] = nil end
   return {}
@@ -268,6 +270,7 @@ function M.room_tick(ctx, tick, inputs)
   for _, m in ipairs(ctx.room:members()) do
     if heavy[m.player_id] then
       ballast = ballast or { b = string.rep("z", 32000) }
+      local refused = false
       for _ = 1, 8 do
         local ok, code = shield.client_rpc.heavy(m.ref, ballast)
         if not ok then
@@ -275,7 +278,23 @@ function M.room_tick(ctx, tick, inputs)
             shield.log.info("ballast refused", "player_id", m.player_id, "code", code, "tick", tick)
             heavy[m.player_id] = "refused"
           end
+          refused = true
           break
+        end
+      end
+      -- A full queue still takes a frame smaller than its room: fill what
+      -- is left, so that this tick's state frame (sent after room_tick) is
+      -- refused too and the member's base stops here.
+      if refused then
+        fillers = fillers or { { b = string.rep("z", 4096) }, { b = string.rep("z", 512) }, { b = string.rep("z", 64) }, { b = "z" } }
+        for _, f in ipairs(fillers) do
+          for _ = 1, 32 do
+            if not shield.client_rpc.heavy(m.ref, f) then break end
+          end
+        end
+        if heavy[m.player_id] == "refused" then
+          shield.log.info("queue filled", "player_id", m.player_id, "tick", tick)
+          heavy[m.player_id] = "filled"
         end
       end
     end

@@ -117,6 +117,19 @@ func (s *LogSink) Count(msg string, kv ...string) int {
 	return n
 }
 
+// Matching is every entry Find would match, oldest first.
+func (s *LogSink) Matching(msg string, kv ...string) []Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var es []Entry
+	for _, e := range s.entries {
+		if e.matches(msg, kv) {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
 // WaitFor polls until an entry matches, and returns its index.
 func (s *LogSink) WaitFor(t testing.TB, msg string, kv ...string) int {
 	t.Helper()

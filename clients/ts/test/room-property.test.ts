@@ -36,7 +36,7 @@ const JOIN = 65522;
 
 const ROOMS = 4;
 const TICKS = 520; // per room: 2,080 in all, 8.7 s at 60 Hz
-const HISTORY = 20; // rooms_property.yaml's room.history
+const HISTORY = 8; // rooms_property.yaml's room.history
 
 type Tree = Record<string, unknown>;
 type View = string[][] | null; // null: everything
