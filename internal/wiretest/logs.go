@@ -105,17 +105,7 @@ func (s *LogSink) Find(msg string, kv ...string) int {
 }
 
 // Count is the number of entries Find would match.
-func (s *LogSink) Count(msg string, kv ...string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.entries {
-		if e.matches(msg, kv) {
-			n++
-		}
-	}
-	return n
-}
+func (s *LogSink) Count(msg string, kv ...string) int { return len(s.Matching(msg, kv...)) }
 
 // Matching is every entry Find would match, oldest first.
 func (s *LogSink) Matching(msg string, kv ...string) []Entry {
